@@ -1,0 +1,66 @@
+"""`meshpilot translate`: the Envoy configuration one proxy would receive."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import click
+import yaml
+
+from meshpilot.cli.common import files_option, load_inputs, print_diagnostics
+from meshpilot.config.kube.pod import Pod
+from meshpilot.config.objects import ConfigObject
+from meshpilot.model.proxy import ProxyType, proxy_from_pod
+from meshpilot.model.push_context import build_push_context
+from meshpilot.xds.generate import generate_proxy_config
+
+__all__ = ["translate"]
+
+
+@click.command()
+@files_option
+@click.option(
+    "--proxy",
+    "proxy_ref",
+    required=True,
+    metavar="POD.NAMESPACE",
+    help="The Pod whose proxy to translate for, as name.namespace.",
+)
+@click.option(
+    "--type",
+    "proxy_type",
+    type=click.Choice(["sidecar", "router"]),
+    default="sidecar",
+    show_default=True,
+    help="sidecar, or router for a gateway.",
+)
+@click.option(
+    "-o", "--output", type=click.Choice(["json", "yaml"]), default="json", show_default=True
+)
+@click.option("--strict", is_flag=True, help="Exit 1 if any input object is invalid.")
+def translate(
+    filenames: tuple[str, ...], proxy_ref: str, proxy_type: str, output: str, strict: bool
+) -> None:
+    """Print the listeners, routes, clusters, endpoints and secrets for one proxy."""
+    loaded = load_inputs(filenames)
+    print_diagnostics(loaded.diagnostics)
+    push = build_push_context(loaded.objects, loaded.mesh)
+    name, _, namespace = proxy_ref.partition(".")
+    pod = push.pod(namespace or "default", name)
+    if pod is None:
+        raise click.ClickException(
+            f"--proxy {proxy_ref}: no Pod named {name!r} in namespace {namespace or 'default'!r} "
+            "among the input objects"
+        )
+    proxy = proxy_from_pod(cast(ConfigObject[Pod], pod), ProxyType(proxy_type))
+    config = generate_proxy_config(push, proxy)
+    click.echo(render(config.to_dict(), output))
+    if strict and loaded.errors:
+        raise SystemExit(1)
+
+
+def render(data: Any, output: str) -> str:
+    if output == "yaml":
+        return yaml.safe_dump(data, sort_keys=True, default_flow_style=False, width=100).rstrip()
+    return json.dumps(data, indent=2, sort_keys=True)

@@ -1,0 +1,1 @@
+"""Object models (Istio API, Kubernetes subset), YAML loading with positions, validation."""

@@ -1,0 +1,31 @@
+"""Types shared by several Istio kinds."""
+
+from __future__ import annotations
+
+from pydantic import Field, model_validator
+
+from meshpilot.config.base import ApiModel
+
+__all__ = ["PortSelector", "StringMatch", "WorkloadSelector"]
+
+
+class StringMatch(ApiModel):
+    """Exactly one of exact, prefix or regex (RE2 syntax)."""
+
+    exact: str | None = None
+    prefix: str | None = None
+    regex: str | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> StringMatch:
+        if sum(v is not None for v in (self.exact, self.prefix, self.regex)) > 1:
+            raise ValueError("only one of exact, prefix or regex may be set")
+        return self
+
+
+class PortSelector(ApiModel):
+    number: int = 0
+
+
+class WorkloadSelector(ApiModel):
+    match_labels: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,57 @@
+"""The object kinds meshpilot reads, with the API groups and versions accepted for each."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = ["CLUSTER_SCOPED", "Kind", "accepted_api_versions"]
+
+
+class Kind(StrEnum):
+    NAMESPACE = "Namespace"
+    SERVICE = "Service"
+    ENDPOINTS = "Endpoints"
+    ENDPOINT_SLICE = "EndpointSlice"
+    POD = "Pod"
+    SECRET = "Secret"
+    SERVICE_ACCOUNT = "ServiceAccount"
+    CONFIG_MAP = "ConfigMap"
+    GATEWAY = "Gateway"
+    VIRTUAL_SERVICE = "VirtualService"
+    DESTINATION_RULE = "DestinationRule"
+    SERVICE_ENTRY = "ServiceEntry"
+    WORKLOAD_ENTRY = "WorkloadEntry"
+    SIDECAR = "Sidecar"
+    MESH_CONFIG = "MeshConfig"
+
+
+_NETWORKING = (
+    "networking.istio.io/v1alpha3",
+    "networking.istio.io/v1beta1",
+    "networking.istio.io/v1",
+)
+
+_API_VERSIONS: dict[Kind, tuple[str, ...]] = {
+    Kind.NAMESPACE: ("v1",),
+    Kind.SERVICE: ("v1",),
+    Kind.ENDPOINTS: ("v1",),
+    Kind.ENDPOINT_SLICE: ("discovery.k8s.io/v1", "discovery.k8s.io/v1beta1"),
+    Kind.POD: ("v1",),
+    Kind.SECRET: ("v1",),
+    Kind.SERVICE_ACCOUNT: ("v1",),
+    Kind.CONFIG_MAP: ("v1",),
+    Kind.GATEWAY: _NETWORKING,
+    Kind.VIRTUAL_SERVICE: _NETWORKING,
+    Kind.DESTINATION_RULE: _NETWORKING,
+    Kind.SERVICE_ENTRY: _NETWORKING,
+    Kind.WORKLOAD_ENTRY: _NETWORKING,
+    Kind.SIDECAR: _NETWORKING,
+    # Not a Kubernetes kind: meshpilot's name for a bare meshconfig.yaml document.
+    Kind.MESH_CONFIG: ("meshpilot.io/v1alpha1", "install.istio.io/v1alpha1"),
+}
+
+CLUSTER_SCOPED: frozenset[Kind] = frozenset({Kind.NAMESPACE, Kind.MESH_CONFIG})
+
+
+def accepted_api_versions(kind: Kind) -> tuple[str, ...]:
+    return _API_VERSIONS[kind]

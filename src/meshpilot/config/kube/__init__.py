@@ -1,0 +1,1 @@
+"""Typed models of the Kubernetes kinds meshpilot reads (a subset of each kind's fields)."""

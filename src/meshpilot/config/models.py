@@ -1,0 +1,33 @@
+"""The model class of every kind meshpilot reads."""
+
+from __future__ import annotations
+
+from meshpilot.config.base import TopLevel
+from meshpilot.config.istio.destination_rule import DestinationRule
+from meshpilot.config.istio.gateway import Gateway
+from meshpilot.config.istio.service_entry import ServiceEntry, WorkloadEntry
+from meshpilot.config.istio.sidecar import Sidecar
+from meshpilot.config.istio.virtual_service import VirtualService
+from meshpilot.config.kinds import Kind
+from meshpilot.config.kube.core import ConfigMap, Namespace, Secret, ServiceAccount
+from meshpilot.config.kube.pod import Pod
+from meshpilot.config.kube.service import Endpoints, EndpointSlice, Service
+
+__all__ = ["MODEL_BY_KIND"]
+
+MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
+    Kind.NAMESPACE: Namespace,
+    Kind.SERVICE: Service,
+    Kind.ENDPOINTS: Endpoints,
+    Kind.ENDPOINT_SLICE: EndpointSlice,
+    Kind.POD: Pod,
+    Kind.SECRET: Secret,
+    Kind.SERVICE_ACCOUNT: ServiceAccount,
+    Kind.CONFIG_MAP: ConfigMap,
+    Kind.GATEWAY: Gateway,
+    Kind.VIRTUAL_SERVICE: VirtualService,
+    Kind.DESTINATION_RULE: DestinationRule,
+    Kind.SERVICE_ENTRY: ServiceEntry,
+    Kind.WORKLOAD_ENTRY: WorkloadEntry,
+    Kind.SIDECAR: Sidecar,
+}

@@ -1,0 +1,30 @@
+"""Exceptions raised by meshpilot's library code.
+
+    MeshpilotError                 base of everything below
+    ├── InputError                 a file could not be read or parsed at all (names the file)
+    ├── ProxyNotFoundError         --proxy names no Pod (or WorkloadEntry) in the input
+    └── EnvoyError                 the Envoy binary is missing or refused a configuration
+
+Per-object problems in otherwise readable input are never raised: they are returned as
+`config.diagnostics.Diagnostic` values so that the rest of the input keeps translating.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EnvoyError", "InputError", "MeshpilotError", "ProxyNotFoundError"]
+
+
+class MeshpilotError(Exception):
+    """Base class of meshpilot errors; the CLI prints these without a traceback."""
+
+
+class InputError(MeshpilotError):
+    """An input file could not be read or is not YAML/JSON at all."""
+
+
+class ProxyNotFoundError(MeshpilotError):
+    """The proxy named on the command line is not among the input objects."""
+
+
+class EnvoyError(MeshpilotError):
+    """Envoy could not be run, or rejected a configuration."""

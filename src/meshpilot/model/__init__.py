@@ -1,0 +1,1 @@
+"""PushContext, Proxy and the indexes translation asks questions of. No protobuf here."""

@@ -1,0 +1,1 @@
+"""One frozen index per file, each with its own build()."""

@@ -1,0 +1,88 @@
+"""Proxy: one Envoy (sidecar or gateway), described once when it is named or connects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from meshpilot.config.kube.pod import Pod
+from meshpilot.config.objects import ConfigObject
+from meshpilot.registry.model import Locality
+from meshpilot.registry.workloads import locality_from_labels, pod_workload_name
+
+__all__ = ["Proxy", "ProxyType", "parse_node_id", "proxy_from_pod"]
+
+
+class ProxyType(StrEnum):
+    SIDECAR = "sidecar"
+    ROUTER = "router"
+
+
+@dataclass(frozen=True, slots=True)
+class Proxy:
+    type: ProxyType
+    ip_addresses: tuple[str, ...]
+    pod_name: str
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    service_account: str = "default"
+    workload_name: str = ""
+    locality: Locality = field(default_factory=Locality)
+    istio_version: str = "1.28.0"
+    # interceptionMode NONE: no iptables capture; outbound listeners bind on 127.0.0.1.
+    intercept: bool = True
+    dns_domain: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.pod_name}.{self.namespace}"
+
+    @property
+    def node_id(self) -> str:
+        """The Envoy node id istio-proxy sends: type~ip~pod.ns~ns.svc.cluster.local."""
+        ip = self.ip_addresses[0] if self.ip_addresses else "127.0.0.1"
+        return f"{self.type}~{ip}~{self.id}~{self.namespace}.svc.cluster.local"
+
+
+def proxy_from_pod(
+    pod: ConfigObject[Pod], proxy_type: ProxyType, domain_suffix: str = "cluster.local"
+) -> Proxy:
+    ips = tuple(ip["ip"] for ip in pod.model.status.pod_i_ps if "ip" in ip) or (
+        (pod.model.status.pod_ip,) if pod.model.status.pod_ip else ()
+    )
+    return Proxy(
+        type=proxy_type,
+        ip_addresses=ips,
+        pod_name=pod.name,
+        namespace=pod.namespace,
+        labels=dict(pod.labels),
+        service_account=pod.model.service_account_name,
+        workload_name=pod_workload_name(pod.name, pod.labels),
+        locality=locality_from_labels(pod.labels),
+        dns_domain=f"{pod.namespace}.svc.{domain_suffix}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class NodeId:
+    type: ProxyType
+    ip: str
+    pod_name: str
+    namespace: str
+    dns_domain: str
+
+
+def parse_node_id(node_id: str) -> NodeId:
+    """Parse `sidecar~10.1.2.3~pod.ns~ns.svc.cluster.local`; ValueError naming what is wrong."""
+    parts = node_id.split("~")
+    if len(parts) != 4:
+        raise ValueError(f"node id {node_id!r} must have 4 parts separated by '~'")
+    try:
+        proxy_type = ProxyType(parts[0])
+    except ValueError:
+        raise ValueError(f"node id {node_id!r}: unknown proxy type {parts[0]!r}") from None
+    pod, _, namespace = parts[2].partition(".")
+    if not pod or not namespace:
+        raise ValueError(f"node id {node_id!r}: third part must be <pod>.<namespace>")
+    return NodeId(proxy_type, parts[1], pod, namespace, parts[3])

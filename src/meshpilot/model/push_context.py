@@ -1,0 +1,124 @@
+"""PushContext: an immutable snapshot of the whole mesh, with the indexes translation reads."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from meshpilot.config.istio.gateway import Gateway
+from meshpilot.config.istio.sidecar import Sidecar
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
+from meshpilot.config.kube.core import Secret
+from meshpilot.config.kube.pod import Pod
+from meshpilot.config.mesh import MeshConfig
+from meshpilot.config.objects import ConfigObject
+from meshpilot.model.indexes.destination_rules import BoundDestinationRule, DestinationRuleIndex
+from meshpilot.model.indexes.virtual_services import VirtualServiceIndex
+from meshpilot.model.proxy import Proxy
+from meshpilot.model.sidecar_scope import SidecarScope, build_sidecar_scope, select_sidecar
+from meshpilot.registry.aggregate import Registry, build_registry
+from meshpilot.registry.model import Endpoint, Service
+
+__all__ = ["PushContext", "build_push_context", "push_version"]
+
+DOMAIN_SUFFIX = "cluster.local"
+
+
+def push_version(counter: int, now: datetime | None = None) -> str:
+    """Istio's xDS version: `<RFC3339 time>/<push counter>`."""
+    stamp = (now or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return f"{stamp}/{counter}"
+
+
+@dataclass(frozen=True, slots=True)
+class PushContext:
+    version: str
+    mesh: MeshConfig
+    registry: Registry
+    objects: Mapping[Kind, tuple[ConfigObject[Any], ...]]
+    by_key: Mapping[ConfigKey, ConfigObject[Any]]
+    virtual_services: VirtualServiceIndex
+    destination_rules: DestinationRuleIndex
+    domain_suffix: str = DOMAIN_SUFFIX
+    # Memo of sidecar scopes per (namespace, Sidecar key): shared by every proxy of a class.
+    _scopes: dict[tuple[str, ConfigKey | None], SidecarScope] = field(default_factory=dict)
+
+    def of_kind(self, kind: Kind) -> tuple[ConfigObject[Any], ...]:
+        return self.objects.get(kind, ())
+
+    @property
+    def gateways(self) -> tuple[ConfigObject[Gateway], ...]:
+        return cast(tuple[ConfigObject[Gateway], ...], self.of_kind(Kind.GATEWAY))
+
+    def secret(self, namespace: str, name: str) -> ConfigObject[Secret] | None:
+        return self.by_key.get(ConfigKey(Kind.SECRET, namespace, name))
+
+    def pod(self, namespace: str, name: str) -> ConfigObject[Pod] | None:
+        return self.by_key.get(ConfigKey(Kind.POD, namespace, name))
+
+    def sidecar_scope(self, proxy: Proxy) -> SidecarScope:
+        sidecars = cast(Sequence[ConfigObject[Sidecar]], self.of_kind(Kind.SIDECAR))
+        sidecar = select_sidecar(sidecars, proxy.namespace, proxy.labels, self.mesh.root_namespace)
+        memo_key = (proxy.namespace, sidecar.key if sidecar else None)
+        scope = self._scopes.get(memo_key)
+        if scope is None:
+            scope = build_sidecar_scope(
+                proxy.namespace,
+                sidecar,
+                self.registry.services,
+                self.mesh.outbound_traffic_policy.mode,
+                self.mesh.default_service_export_to,
+            )
+            self._scopes[memo_key] = scope
+        return scope
+
+    def destination_rule(self, proxy: Proxy, svc: Service) -> BoundDestinationRule | None:
+        return self.destination_rules.lookup(
+            proxy.namespace, proxy.labels, svc.hostname, svc.namespace
+        )
+
+    def endpoints(self, svc: Service, port: int) -> tuple[Endpoint, ...]:
+        return self.registry.endpoints_of(svc, port)
+
+    def service_targets(self, proxy: Proxy) -> list[tuple[Service, Endpoint]]:
+        """The (service, endpoint) pairs this proxy's workload serves: inbound config."""
+        ips = set(proxy.ip_addresses)
+        out = []
+        for svc in self.registry.services:
+            if svc.namespace != proxy.namespace and svc.is_kubernetes:
+                continue
+            for port in svc.ports:
+                for ep in self.registry.endpoints_of(svc, port.port):
+                    if ep.address in ips:
+                        out.append((svc, ep))
+        return out
+
+
+def build_push_context(
+    objects: Sequence[ConfigObject[Any]],
+    mesh: MeshConfig,
+    counter: int = 1,
+    now: datetime | None = None,
+) -> PushContext:
+    by_kind: dict[Kind, list[ConfigObject[Any]]] = defaultdict(list)
+    for obj in objects:
+        by_kind[obj.key.kind].append(obj)
+    ordered = {kind: tuple(sorted(objs, key=lambda o: o.key)) for kind, objs in by_kind.items()}
+    registry = build_registry(objects, DOMAIN_SUFFIX, mesh.trust_domain)
+    return PushContext(
+        version=push_version(counter, now),
+        mesh=mesh,
+        registry=registry,
+        objects=ordered,
+        by_key={o.key: o for o in objects},
+        virtual_services=VirtualServiceIndex.build(
+            list(ordered.get(Kind.VIRTUAL_SERVICE, ())), mesh, DOMAIN_SUFFIX
+        ),
+        destination_rules=DestinationRuleIndex.build(
+            list(ordered.get(Kind.DESTINATION_RULE, ())), mesh, DOMAIN_SUFFIX
+        ),
+    )

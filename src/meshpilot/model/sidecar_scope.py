@@ -1,0 +1,127 @@
+"""SidecarScope: what one class of sidecars (a namespace, or a Sidecar resource) can see."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from meshpilot.config.hosts import host_matches
+from meshpilot.config.istio.sidecar import Sidecar
+from meshpilot.config.objects import ConfigObject
+from meshpilot.model.visibility import visible_to
+from meshpilot.registry.model import Service
+
+__all__ = ["EgressHost", "SidecarScope", "build_sidecar_scope", "select_sidecar"]
+
+
+@dataclass(frozen=True, slots=True)
+class EgressHost:
+    namespace: str  # "*", "~", or a namespace (`.` already resolved)
+    host: str
+
+    @classmethod
+    def parse(cls, text: str, sidecar_namespace: str) -> EgressHost:
+        ns, _, host = text.partition("/")
+        if not host:
+            ns, host = "*", text
+        if ns == ".":
+            ns = sidecar_namespace
+        return cls(ns, host)
+
+    def matches(self, svc: Service) -> bool:
+        if self.namespace == "~":
+            return False
+        if self.namespace != "*" and self.namespace != svc.namespace:
+            return False
+        return host_matches(self.host, svc.hostname)
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarScope:
+    namespace: str
+    sidecar: ConfigObject[Sidecar] | None
+    services: tuple[Service, ...]  # one per hostname, sorted by hostname
+    outbound_policy: str  # ALLOW_ANY or REGISTRY_ONLY
+    egress_hosts: tuple[EgressHost, ...] | None  # None: no Sidecar, everything visible
+
+    def service(self, hostname: str) -> Service | None:
+        return next((s for s in self.services if s.hostname == hostname), None)
+
+    def allows_host(self, hostname: str, namespace: str = "*") -> bool:
+        """Could a VirtualService host be seen through this scope's egress hosts?"""
+        if self.egress_hosts is None:
+            return True
+        return any(
+            (e.namespace in ("*", namespace))
+            and (host_matches(e.host, hostname) or host_matches(hostname, e.host))
+            for e in self.egress_hosts
+        )
+
+
+def select_sidecar(
+    sidecars: Sequence[ConfigObject[Sidecar]],
+    namespace: str,
+    labels: Mapping[str, str],
+    root_namespace: str,
+) -> ConfigObject[Sidecar] | None:
+    """Istio's choice: a workload-selecting Sidecar in the namespace, then the namespace's
+    selector-less one, then the root namespace's selector-less one."""
+    own = sorted(
+        (s for s in sidecars if s.namespace == namespace),
+        key=lambda s: (s.model.metadata.creation_timestamp or "", s.name),
+    )
+    for s in own:
+        selector = s.model.spec.workload_selector
+        if (
+            selector
+            and selector.match_labels
+            and all(labels.get(k) == v for k, v in selector.match_labels.items())
+        ):
+            return s
+    for candidates in (own, [s for s in sidecars if s.namespace == root_namespace]):
+        for s in candidates:
+            selector = s.model.spec.workload_selector
+            if not selector or not selector.match_labels:
+                return s
+    return None
+
+
+def build_sidecar_scope(
+    namespace: str,
+    sidecar: ConfigObject[Sidecar] | None,
+    services: Sequence[Service],
+    mesh_outbound_policy: str,
+    default_export_to: Sequence[str],
+) -> SidecarScope:
+    egress: tuple[EgressHost, ...] | None = None
+    policy = mesh_outbound_policy
+    if sidecar is not None:
+        spec = sidecar.model.spec
+        egress = tuple(
+            EgressHost.parse(h, sidecar.namespace)
+            for listener in spec.egress
+            for h in listener.hosts
+        )
+        if spec.outbound_traffic_policy is not None:
+            policy = spec.outbound_traffic_policy.mode
+    chosen: dict[str, Service] = {}
+    for svc in services:
+        if not visible_to(svc.export_to, svc.namespace, namespace, default_export_to):
+            continue
+        if egress is not None and not any(e.matches(svc) for e in egress):
+            continue
+        current = chosen.get(svc.hostname)
+        if current is None or _preferred(svc, current, namespace):
+            chosen[svc.hostname] = svc
+    return SidecarScope(
+        namespace, sidecar, tuple(chosen[h] for h in sorted(chosen)), policy, egress
+    )
+
+
+def _preferred(candidate: Service, current: Service, namespace: str) -> bool:
+    """Between two services of one hostname: the proxy's namespace, then Kubernetes Services."""
+
+    def rank(s: Service) -> tuple[bool, bool, str]:
+        return (s.namespace != namespace, not s.is_kubernetes, s.namespace)
+
+    return rank(candidate) < rank(current)

@@ -1,0 +1,1 @@
+"""Services and workload instances from Services, Endpoints, Pods and ServiceEntries."""

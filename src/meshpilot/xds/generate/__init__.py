@@ -1,0 +1,69 @@
+"""Generators: pure functions (PushContext, Proxy) -> Envoy protobuf messages, one per xDS type.
+
+`GENERATORS` maps (type URL, proxy type) to the builder; the ADS server and `translate` reach
+generators only through it. Differences between sidecars and gateways live in separate
+modules chosen here, never in `if proxy.type` chains inside a builder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+
+from meshpilot.model.proxy import Proxy, ProxyType
+from meshpilot.model.push_context import PushContext
+from meshpilot.xds.output import ProxyConfig
+from meshpilot.xds.protos import TypeUrl
+
+__all__ = ["GENERATORS", "PUSH_ORDER", "Generator", "generate_proxy_config"]
+
+# names: the resource names the proxy subscribed to (RDS, EDS, SDS); None means all.
+Generator = Callable[[PushContext, Proxy, Collection[str] | None], list[Any]]
+
+PUSH_ORDER = (TypeUrl.CLUSTER, TypeUrl.ENDPOINT, TypeUrl.LISTENER, TypeUrl.ROUTE, TypeUrl.SECRET)
+
+
+def _table() -> dict[tuple[str, ProxyType], Generator]:
+    from meshpilot.xds.generate import clusters, endpoints, gateway, listeners, routes, secrets
+
+    return {
+        (TypeUrl.CLUSTER, ProxyType.SIDECAR): clusters.generate_sidecar_clusters,
+        (TypeUrl.CLUSTER, ProxyType.ROUTER): clusters.generate_gateway_clusters,
+        (TypeUrl.ENDPOINT, ProxyType.SIDECAR): endpoints.generate_endpoints,
+        (TypeUrl.ENDPOINT, ProxyType.ROUTER): endpoints.generate_endpoints,
+        (TypeUrl.LISTENER, ProxyType.SIDECAR): listeners.generate_sidecar_listeners,
+        (TypeUrl.LISTENER, ProxyType.ROUTER): gateway.generate_gateway_listeners,
+        (TypeUrl.ROUTE, ProxyType.SIDECAR): routes.generate_sidecar_routes,
+        (TypeUrl.ROUTE, ProxyType.ROUTER): gateway.generate_gateway_routes,
+        (TypeUrl.SECRET, ProxyType.SIDECAR): secrets.generate_secrets,
+        (TypeUrl.SECRET, ProxyType.ROUTER): secrets.generate_secrets,
+    }
+
+
+GENERATORS: dict[tuple[str, ProxyType], Generator] = {}
+
+
+def generator(type_url: str, proxy_type: ProxyType) -> Generator:
+    if not GENERATORS:
+        GENERATORS.update(_table())
+    return GENERATORS[(type_url, proxy_type)]
+
+
+def generate_proxy_config(push: PushContext, proxy: Proxy) -> ProxyConfig:
+    """Everything one proxy would receive, in push order; RDS/EDS/SDS names are those the
+    generated listeners and clusters refer to, as Envoy would subscribe to them."""
+    clusters = generator(TypeUrl.CLUSTER, proxy.type)(push, proxy, None)
+    eds_names = {
+        c.eds_cluster_config.service_name or c.name
+        for c in clusters
+        if c.HasField("eds_cluster_config")
+    }
+    endpoints = generator(TypeUrl.ENDPOINT, proxy.type)(push, proxy, eds_names)
+    listeners = generator(TypeUrl.LISTENER, proxy.type)(push, proxy, None)
+    from meshpilot.xds.references import rds_names, sds_names
+
+    routes = generator(TypeUrl.ROUTE, proxy.type)(push, proxy, rds_names(listeners))
+    secrets = generator(TypeUrl.SECRET, proxy.type)(push, proxy, sds_names(listeners, clusters))
+    return ProxyConfig(
+        listeners=listeners, routes=routes, clusters=clusters, endpoints=endpoints, secrets=secrets
+    )

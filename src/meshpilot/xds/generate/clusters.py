@@ -1,0 +1,21 @@
+"""Clusters (stub until the cluster builders land)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from meshpilot.model.proxy import Proxy
+from meshpilot.model.push_context import PushContext
+
+
+def generate_sidecar_clusters(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[Any]:
+    return []
+
+
+def generate_gateway_clusters(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[Any]:
+    return []

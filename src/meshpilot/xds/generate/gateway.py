@@ -1,0 +1,21 @@
+"""Gateway listeners and routes (stub until the gateway builders land)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from meshpilot.model.proxy import Proxy
+from meshpilot.model.push_context import PushContext
+
+
+def generate_gateway_listeners(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[Any]:
+    return []
+
+
+def generate_gateway_routes(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[Any]:
+    return []
