@@ -18,7 +18,7 @@ from meshpilot.config.mesh import MeshConfig
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.indexes.destination_rules import BoundDestinationRule, DestinationRuleIndex
 from meshpilot.model.indexes.virtual_services import VirtualServiceIndex
-from meshpilot.model.proxy import Proxy
+from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.sidecar_scope import SidecarScope, build_sidecar_scope, select_sidecar
 from meshpilot.registry.aggregate import Registry, build_registry
 from meshpilot.registry.model import Endpoint, Service
@@ -75,6 +75,27 @@ class PushContext:
             )
             self._scopes[memo_key] = scope
         return scope
+
+    def default_scope(self, namespace: str) -> SidecarScope:
+        """Everything exported to `namespace`, with no Sidecar resource applied."""
+        memo_key = (namespace, None)
+        scope = self._scopes.get(memo_key)
+        if scope is None:
+            scope = build_sidecar_scope(
+                namespace,
+                None,
+                self.registry.services,
+                self.mesh.outbound_traffic_policy.mode,
+                self.mesh.default_service_export_to,
+            )
+            self._scopes[memo_key] = scope
+        return scope
+
+    def proxy_scope(self, proxy: Proxy) -> SidecarScope:
+        """The services a proxy sees: Sidecar resources apply to sidecars, not to gateways."""
+        if proxy.type is ProxyType.ROUTER:
+            return self.default_scope(proxy.namespace)
+        return self.sidecar_scope(proxy)
 
     def destination_rule(self, proxy: Proxy, svc: Service) -> BoundDestinationRule | None:
         return self.destination_rules.lookup(

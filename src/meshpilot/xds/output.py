@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,7 +39,10 @@ class ProxyConfig:
 
 
 def message_to_dict(msg: message.Message) -> dict[str, Any]:
-    return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+    """config_dump's JSON form (snake_case, `@type` on Any) as plain dicts."""
+    result: dict[str, Any] = json.loads(
+        json_format.MessageToJson(msg, preserving_proto_field_name=True))
+    return result
 
 
 def _name(msg: Any) -> str:

@@ -1,0 +1,120 @@
+"""Parts every cluster shares: the base cluster, circuit breakers, Istio metadata, protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from envoy.config.cluster.v3 import circuit_breaker_pb2, cluster_pb2
+from envoy.config.core.v3 import protocol_pb2
+from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as hpo_pb2
+from google.protobuf import struct_pb2
+
+from meshpilot.registry.model import Protocol, Service
+from meshpilot.xds.protos import ads_source, duration, pack, u32
+
+__all__ = [
+    "HTTP_PROTOCOL_OPTIONS",
+    "MAX_UINT32",
+    "base_cluster",
+    "default_thresholds",
+    "istio_metadata",
+    "protocol_options",
+    "set_eds",
+]
+
+HTTP_PROTOCOL_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
+MAX_UINT32 = 4294967295
+# Istio's maxSecondsValue (about 292 years): the largest Duration Envoy accepts, used to
+# disable ORIGINAL_DST host cleanup on inbound clusters.
+MAX_DURATION_SECONDS = 9223372035
+ISTIO_CONFIG_API = "/apis/networking.istio.io/v1/namespaces/{ns}/destination-rule/{name}"
+
+
+def base_cluster(
+    name: str, kind: cluster_pb2.Cluster.DiscoveryType, connect_timeout: int
+) -> cluster_pb2.Cluster:
+    """A cluster as Istio's buildCluster starts it: type, timeout, empty common LB config and
+    the `;`-delimited alt stat name."""
+    cluster = cluster_pb2.Cluster(name=name, type=kind, alt_stat_name=f"{name};")
+    cluster.connect_timeout.CopyFrom(duration(connect_timeout))
+    cluster.common_lb_config.SetInParent()
+    return cluster
+
+
+def set_eds(cluster: cluster_pb2.Cluster) -> None:
+    cluster.eds_cluster_config.service_name = cluster.name
+    cluster.eds_cluster_config.eds_config.CopyFrom(ads_source())
+
+
+def default_thresholds() -> circuit_breaker_pb2.CircuitBreakers.Thresholds:
+    """Istio's defaults: effectively unlimited, with remaining capacity tracked."""
+    return circuit_breaker_pb2.CircuitBreakers.Thresholds(
+        max_connections=u32(MAX_UINT32),
+        max_pending_requests=u32(MAX_UINT32),
+        max_requests=u32(MAX_UINT32),
+        max_retries=u32(MAX_UINT32),
+        track_remaining=True,
+    )
+
+
+def _service_struct(svc: Service) -> struct_pb2.Value:
+    value = struct_pb2.Value()
+    name = svc.kube_name or svc.hostname
+    value.struct_value.update({"host": svc.hostname, "name": name, "namespace": svc.namespace})
+    return value
+
+
+def istio_metadata(
+    cluster: cluster_pb2.Cluster,
+    services: Sequence[Service],
+    rule: tuple[str, str] | None = None,
+    subset: str = "",
+    external: bool = False,
+) -> None:
+    """`filter_metadata.istio`: the services behind the cluster, and the DestinationRule that
+    shaped it (Istio's provenance format), read by telemetry and by `meshpilot explain`."""
+    istio = cluster.metadata.filter_metadata["istio"]
+    if rule is not None:
+        istio["config"] = ISTIO_CONFIG_API.format(ns=rule[0], name=rule[1])
+    if external:
+        istio["external"] = True
+    services_value = struct_pb2.Value()
+    services_value.list_value.values.extend(_service_struct(s) for s in services)
+    istio.fields["services"].CopyFrom(services_value)
+    if subset:
+        istio["subset"] = subset
+
+
+def protocol_options(protocol: Protocol, sniff: bool) -> hpo_pb2.HttpProtocolOptions | None:
+    """Upstream protocol selection (Istio's setUpstreamProtocol): h2 for HTTP2/gRPC ports, the
+    downstream's protocol for sniffed ports on sidecars, nothing (HTTP/1.1) otherwise."""
+    if protocol.is_http2:
+        return hpo_pb2.HttpProtocolOptions(
+            explicit_http_config=hpo_pb2.HttpProtocolOptions.ExplicitHttpConfig(
+                http2_protocol_options=protocol_pb2.Http2ProtocolOptions()
+            )
+        )
+    if sniff and protocol is Protocol.AUTO:
+        return use_downstream_protocol()
+    return None
+
+
+def use_downstream_protocol() -> hpo_pb2.HttpProtocolOptions:
+    return hpo_pb2.HttpProtocolOptions(
+        use_downstream_protocol_config=hpo_pb2.HttpProtocolOptions.UseDownstreamHttpConfig(
+            http_protocol_options=protocol_pb2.Http1ProtocolOptions(),
+            http2_protocol_options=protocol_pb2.Http2ProtocolOptions(),
+        )
+    )
+
+
+def attach_protocol_options(
+    cluster: cluster_pb2.Cluster, options: hpo_pb2.HttpProtocolOptions | None
+) -> None:
+    """Pack protocol options, defaulting the required upstream choice to HTTP/1.1 as Istio's
+    clusterWrapper.build does when only common options were set."""
+    if options is None:
+        return
+    if options.WhichOneof("upstream_protocol_options") is None:
+        options.explicit_http_config.http_protocol_options.SetInParent()
+    cluster.typed_extension_protocol_options[HTTP_PROTOCOL_OPTIONS].CopyFrom(pack(options))
