@@ -74,14 +74,14 @@ def select_sidecar(
         selector = s.model.spec.workload_selector
         if (
             selector
-            and selector.match_labels
-            and all(labels.get(k) == v for k, v in selector.match_labels.items())
+            and selector.labels
+            and all(labels.get(k) == v for k, v in selector.labels.items())
         ):
             return s
     for candidates in (own, [s for s in sidecars if s.namespace == root_namespace]):
         for s in candidates:
             selector = s.model.spec.workload_selector
-            if not selector or not selector.match_labels:
+            if not selector or not selector.labels:
                 return s
     return None
 

@@ -45,7 +45,7 @@ def service_entry_services(
         for p in spec.ports
     )
     export_to = frozenset(spec.export_to)
-    selector = spec.workload_selector.match_labels if spec.workload_selector else None
+    selector = spec.workload_selector.labels if spec.workload_selector else None
     out = []
     for host in spec.hosts:
         svc = Service(

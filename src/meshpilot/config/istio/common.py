@@ -6,7 +6,7 @@ from pydantic import Field, model_validator
 
 from meshpilot.config.base import ApiModel
 
-__all__ = ["PortSelector", "StringMatch", "WorkloadSelector"]
+__all__ = ["NetworkingWorkloadSelector", "PortSelector", "StringMatch", "WorkloadSelector"]
 
 
 class StringMatch(ApiModel):
@@ -28,4 +28,12 @@ class PortSelector(ApiModel):
 
 
 class WorkloadSelector(ApiModel):
+    """istio.type.v1beta1.WorkloadSelector (DestinationRule, security kinds): `matchLabels`."""
+
     match_labels: dict[str, str] = Field(default_factory=dict)
+
+
+class NetworkingWorkloadSelector(ApiModel):
+    """networking.v1 WorkloadSelector (ServiceEntry, Sidecar): `labels`."""
+
+    labels: dict[str, str] = Field(default_factory=dict)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from meshpilot.config.base import ApiModel, TopLevel
-from meshpilot.config.istio.common import WorkloadSelector
+from meshpilot.config.istio.common import NetworkingWorkloadSelector
 
 __all__ = ["SEPort", "ServiceEntry", "ServiceEntrySpec", "WorkloadEntry", "WorkloadEntrySpec"]
 
@@ -34,7 +34,7 @@ class ServiceEntrySpec(ApiModel):
     location: str = "MESH_EXTERNAL"
     resolution: str = "NONE"
     endpoints: list[WorkloadEntrySpec] = Field(default_factory=list)
-    workload_selector: WorkloadSelector | None = None
+    workload_selector: NetworkingWorkloadSelector | None = None
     export_to: list[str] = Field(default_factory=list)
     subject_alt_names: list[str] = Field(default_factory=list)
 

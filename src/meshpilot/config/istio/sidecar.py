@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from meshpilot.config.base import ApiModel, TopLevel
-from meshpilot.config.istio.common import WorkloadSelector
+from meshpilot.config.istio.common import NetworkingWorkloadSelector
 
 __all__ = ["IstioEgressListener", "Sidecar", "SidecarSpec"]
 
@@ -39,7 +39,7 @@ class OutboundTrafficPolicy(ApiModel):
 
 
 class SidecarSpec(ApiModel):
-    workload_selector: WorkloadSelector | None = None
+    workload_selector: NetworkingWorkloadSelector | None = None
     ingress: list[IstioIngressListener] = Field(default_factory=list)
     egress: list[IstioEgressListener] = Field(default_factory=list)
     outbound_traffic_policy: OutboundTrafficPolicy | None = None
