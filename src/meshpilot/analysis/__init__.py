@@ -1,13 +1,44 @@
-"""Cross-object checks (`meshpilot analyze`): references that no single object can validate."""
+"""Cross-object checks (`meshpilot analyze`): references that no single object can validate.
+
+One module per analyzer, modelled on Istio's pkg/config/analysis/analyzers; each is a
+function PushContext -> Diagnostics, listed in ANALYZERS. Messages carry Istio's analyzer
+code (IST0101, ...) where Istio has one.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
+from meshpilot.analysis.conflicting_virtual_services import check_conflicting_virtual_services
+from meshpilot.analysis.destination_rules import check_destination_rules
+from meshpilot.analysis.gateways import check_gateway_workloads
+from meshpilot.analysis.port_names import check_port_names
+from meshpilot.analysis.sidecars import check_sidecars
+from meshpilot.analysis.virtual_service_destinations import (
+    check_destination_hosts,
+    check_destination_subsets,
+)
+from meshpilot.analysis.virtual_service_gateways import check_gateway_references
 from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.model.push_context import PushContext
 
-__all__ = ["analyze"]
+__all__ = ["ANALYZERS", "analyze"]
+
+Analyzer = Callable[[PushContext], Iterable[Diagnostic]]
+
+ANALYZERS: tuple[Analyzer, ...] = (
+    check_destination_hosts,
+    check_destination_subsets,
+    check_gateway_references,
+    check_conflicting_virtual_services,
+    check_gateway_workloads,
+    check_destination_rules,
+    check_sidecars,
+    check_port_names,
+)
 
 
 def analyze(push: PushContext) -> list[Diagnostic]:
     """Reference problems in a valid set of objects, sorted by file and line."""
-    return []
+    found = {d for analyzer in ANALYZERS for d in analyzer(push)}
+    return sorted(found, key=Diagnostic.sort_key)

@@ -17,7 +17,7 @@ from envoy.config.bootstrap.v3 import bootstrap_pb2
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import address_pb2, config_source_pb2, grpc_service_pb2
 from envoy.config.endpoint.v3 import endpoint_components_pb2, endpoint_pb2
-from envoy.config.listener.v3 import listener_pb2
+from envoy.config.listener.v3 import listener_components_pb2, listener_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
@@ -89,8 +89,8 @@ def _route_check_listener(index: int, route_config: object) -> listener_pb2.List
         ),
         bind_to_port={"value": False},
         filter_chains=[
-            listener_pb2.FilterChain(
-                filters=[listener_pb2.Filter(name=Filters.HCM, typed_config=pack(hcm))]
+            listener_components_pb2.FilterChain(
+                filters=[listener_components_pb2.Filter(name=Filters.HCM, typed_config=pack(hcm))]
             )
         ],
     )

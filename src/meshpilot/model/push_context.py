@@ -46,6 +46,8 @@ class PushContext:
     domain_suffix: str = DOMAIN_SUFFIX
     # Memo of sidecar scopes per (namespace, Sidecar key): shared by every proxy of a class.
     _scopes: dict[tuple[str, ConfigKey | None], SidecarScope] = field(default_factory=dict)
+    # Storage the generators' cache (xds/cache.py) keeps for this push; opaque here.
+    memo: dict[object, object] = field(default_factory=dict)
 
     def of_kind(self, kind: Kind) -> tuple[ConfigObject[Any], ...]:
         return self.objects.get(kind, ())
@@ -62,7 +64,11 @@ class PushContext:
 
     def sidecar_scope(self, proxy: Proxy) -> SidecarScope:
         sidecars = cast(Sequence[ConfigObject[Sidecar]], self.of_kind(Kind.SIDECAR))
-        sidecar = select_sidecar(sidecars, proxy.namespace, proxy.labels, self.mesh.root_namespace)
+        sidecar = (
+            select_sidecar(sidecars, proxy.namespace, proxy.labels, self.mesh.root_namespace)
+            if sidecars
+            else None
+        )
         memo_key = (proxy.namespace, sidecar.key if sidecar else None)
         scope = self._scopes.get(memo_key)
         if scope is None:
@@ -96,6 +102,19 @@ class PushContext:
         if proxy.type is ProxyType.ROUTER:
             return self.default_scope(proxy.namespace)
         return self.sidecar_scope(proxy)
+
+    def proxy_class(self, proxy: Proxy) -> tuple[object, ...]:
+        """What decides the outbound configuration proxies share: proxy type, the scope
+        (namespace and Sidecar), and workload-selecting DestinationRules that apply."""
+        scope = self.proxy_scope(proxy)
+        sidecar = scope.sidecar.key if scope.sidecar else None
+        return (
+            proxy.type,
+            scope.namespace,
+            sidecar,
+            proxy.intercept,
+            self.destination_rules.selecting(proxy.namespace, proxy.labels),
+        )
 
     def destination_rule(self, proxy: Proxy, svc: Service) -> BoundDestinationRule | None:
         return self.destination_rules.lookup(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from meshpilot.config.hosts import host_matches
 from meshpilot.config.istio.sidecar import Sidecar
@@ -43,9 +43,10 @@ class SidecarScope:
     services: tuple[Service, ...]  # one per hostname, sorted by hostname
     outbound_policy: str  # ALLOW_ANY or REGISTRY_ONLY
     egress_hosts: tuple[EgressHost, ...] | None  # None: no Sidecar, everything visible
+    by_hostname: Mapping[str, Service] = field(default_factory=dict)
 
     def service(self, hostname: str) -> Service | None:
-        return next((s for s in self.services if s.hostname == hostname), None)
+        return self.by_hostname.get(hostname)
 
     def allows_host(self, hostname: str, namespace: str = "*") -> bool:
         """Could a VirtualService host be seen through this scope's egress hosts?"""
@@ -113,9 +114,8 @@ def build_sidecar_scope(
         current = chosen.get(svc.hostname)
         if current is None or _preferred(svc, current, namespace):
             chosen[svc.hostname] = svc
-    return SidecarScope(
-        namespace, sidecar, tuple(chosen[h] for h in sorted(chosen)), policy, egress
-    )
+    ordered = tuple(chosen[h] for h in sorted(chosen))
+    return SidecarScope(namespace, sidecar, ordered, policy, egress, dict(chosen))
 
 
 def _preferred(candidate: Service, current: Service, namespace: str) -> bool:

@@ -41,7 +41,8 @@ class ProxyConfig:
 def message_to_dict(msg: message.Message) -> dict[str, Any]:
     """config_dump's JSON form (snake_case, `@type` on Any) as plain dicts."""
     result: dict[str, Any] = json.loads(
-        json_format.MessageToJson(msg, preserving_proto_field_name=True))
+        json_format.MessageToJson(msg, preserving_proto_field_name=True)
+    )
     return result
 
 

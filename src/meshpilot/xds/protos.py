@@ -62,3 +62,10 @@ def ads_source() -> config_source_pb2.ConfigSource:
         initial_fetch_timeout=duration(0),
         resource_api_version=config_source_pb2.V3,
     )
+
+
+def boolean(value: bool) -> wrappers_pb2.BoolValue:
+    return wrappers_pb2.BoolValue(value=value)
+
+
+__all__ += ["boolean"]

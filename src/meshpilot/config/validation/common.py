@@ -9,10 +9,13 @@ ValidateFQDN, ValidatePort, labels.Instance.Validate, validateExportTo, ...).
 from __future__ import annotations
 
 import ipaddress
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from meshpilot.config.diagnostics import FieldError, Severity
 
@@ -23,6 +26,7 @@ __all__ = [
     "check_duration",
     "check_enum",
     "check_export_to",
+    "check_gateway_names",
     "check_labels",
     "check_non_negative",
     "check_percent",
@@ -33,8 +37,10 @@ __all__ = [
     "ip_or_cidr_error",
     "is_dns1123_label",
     "is_ip",
+    "parse_part",
     "partial_wildcard_error",
     "protocol_error",
+    "quoted",
     "unix_address_error",
     "wildcard_domain_error",
 ]
@@ -93,13 +99,18 @@ def guarded(validate: Callable[[Any, Problems], None]) -> Callable[[Any], list[F
         problems = Problems()
         try:
             validate(model, problems)
-        except Exception as exc:  # noqa: BLE001 - any bug must not stop loading
+        except Exception as exc:  # any bug must not stop loading
             problems.error(
                 (), f"internal error while validating ({type(exc).__name__}: {exc}); please report"
             )
         return problems.items
 
     return run
+
+
+def quoted(text: object) -> str:
+    """`"text"`, as Go's %q prints values in Istio's messages."""
+    return json.dumps(str(text), ensure_ascii=False)
 
 
 # --- names and hosts -------------------------------------------------------------------------
@@ -112,12 +123,15 @@ def is_dns1123_label(value: str) -> bool:
 def _dns1123_labels_error(domain: str, labels: str) -> str | None:
     parts = labels.split(".")
     if parts[-1].isdigit():
-        return f"domain name {domain!r} invalid (top level domain {parts[-1]!r} cannot be all-numeric)"
+        return (
+            f"domain name {quoted(domain)} invalid (top level "
+            f"domain {quoted(parts[-1])} cannot be all-numeric)"
+        )
     for index, label in enumerate(parts):
         if index == len(parts) - 1 and label == "":
             return None  # a trailing dot, as in "istio.io."
         if not is_dns1123_label(label):
-            return f"domain name {domain!r} invalid (label {label!r} invalid)"
+            return f"domain name {quoted(domain)} invalid (label {quoted(label)} invalid)"
     return None
 
 
@@ -125,7 +139,7 @@ def _domain_precondition_error(domain: str) -> str | None:
     if not domain:
         return "empty domain name not allowed"
     if len(domain) > 255:
-        return f"domain name {domain[:40]!r}... too long (max 255)"
+        return f"domain name {quoted(domain[:40])}... too long (max 255)"
     return None
 
 
@@ -141,13 +155,13 @@ def wildcard_domain_error(domain: str) -> str | None:
         return err
     first, _, rest = domain.partition(".")
     if len(first) > 63 or not _WILDCARD_LABEL.match(first):
-        return f"domain name {domain!r} invalid (label {first!r} invalid)"
+        return f"domain name {quoted(domain)} invalid (label {quoted(first)} invalid)"
     return _dns1123_labels_error(domain, rest) if "." in domain else None
 
 
 def partial_wildcard_error(host: str) -> str | None:
     if "*" in host and host != "*" and not host.startswith("*."):
-        return f"partial wildcard {host!r} not allowed"
+        return f"partial wildcard {quoted(host)} not allowed"
     return None
 
 
@@ -194,7 +208,7 @@ def protocol_error(protocol: str, *, allow_empty: bool = True) -> str | None:
     if protocol.lower() in PROTOCOLS:
         return None
     return (
-        f"unsupported protocol {protocol!r}; use one of HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, "
+        f"unsupported protocol {quoted(protocol)}; use one of HTTP, HTTPS, HTTP2, GRPC, GRPC-WEB, "
         "TCP, TLS, MONGO, MYSQL, REDIS (case-insensitive)"
     )
 
@@ -207,13 +221,13 @@ def check_labels(p: Problems, path: Path, labels: Mapping[str, str]) -> None:
     for key, value in labels.items():
         match = _LABEL_KEY.match(key)
         if match is None:
-            p.error((*path, key), f"invalid label key {key!r}")
+            p.error((*path, key), f"invalid label key {quoted(key)}")
         elif match.group(1) and len(match.group(1)) > 253:
-            p.error((*path, key), f"invalid label key {key!r} (DNS prefix is too long)")
+            p.error((*path, key), f"invalid label key {quoted(key)} (DNS prefix is too long)")
         elif len(match.group(2)) > 63:
-            p.error((*path, key), f"invalid label key {key!r} (name is too long)")
+            p.error((*path, key), f"invalid label key {quoted(key)} (name is too long)")
         if len(value) > 63 or not _LABEL_VALUE.match(value):
-            p.error((*path, key), f"invalid label value {value!r} for key {key!r}")
+            p.error((*path, key), f"invalid label value {quoted(value)} for key {quoted(key)}")
 
 
 def check_selector(p: Problems, path: Path, labels: Mapping[str, str], what: str) -> None:
@@ -255,14 +269,14 @@ def check_export_to(
         elif value not in (".", "*", "~") and not is_dns1123_label(value):
             p.error(
                 (*path, index),
-                f"invalid exportTo value {value!r}: use '.', '*', '~' or a namespace name",
+                f"invalid exportTo value {quoted(value)}: use '.', '*', '~' or a namespace name",
             )
-        seen.add(key)
+        else:
+            seen.add(key)
     if has_selector and seen and seen != {namespace}:
         p.error(
             path,
-            "destination rule with workload selector cannot have exportTo beyond "
-            "its own namespace",
+            "destination rule with workload selector cannot have exportTo beyond its own namespace",
         )
     if "*" in seen and len(values) > 1:
         p.error(path, "cannot have both public (*) and non-public exportTo values for a resource")
@@ -311,4 +325,54 @@ def check_enum(p: Problems, path: Path, value: str, allowed: Iterable[str]) -> N
     if value in options:
         return
     hint = " (values are case-sensitive)" if value.upper() in options else ""
-    p.error(path, f"invalid value {value!r}; use one of: {', '.join(options)}{hint}")
+    p.error(path, f"invalid value {quoted(value)}; use one of: {', '.join(options)}{hint}")
+
+
+# --- gateway references ----------------------------------------------------------------------
+
+
+def check_gateway_names(p: Problems, path: Path, names: Sequence[str]) -> None:
+    """Gateway references: `mesh`, `name`, `namespace/name` (or legacy `name.namespace`)."""
+    for index, name in enumerate(names):
+        where = (*path, index)
+        namespace, slash, short = name.partition("/")
+        if not slash:
+            if "." in name:
+                first, _, rest = name.partition(".")
+                p.warning(
+                    where,
+                    f"using legacy gateway name format {quoted(name)}; prefer <namespace>/<name>: "
+                    f"{rest.split('.')[0]}/{first}",
+                )
+            p.add(where, fqdn_error(name))
+            continue
+        if not namespace or not short:
+            p.error(where, "namespace and gateway name cannot be empty")
+            continue
+        if not is_dns1123_label(namespace):
+            p.error(where, f"invalid namespace {quoted(namespace)} in gateway reference")
+        if not is_dns1123_label(short):
+            p.error(where, f"invalid gateway name {quoted(short)}")
+
+
+# --- loosely typed parts of a model ----------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def parse_part(p: Problems, path: Path, model: type[M], data: object) -> M | None:
+    """Validate a field the model keeps as a plain dict against its typed model; report the
+    problems at their paths and return None if it does not fit."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False, include_input=False):
+            loc = tuple(part for part in err["loc"] if not (isinstance(part, str) and "[" in part))
+            if err["type"] == "extra_forbidden":
+                message = f"unknown field {quoted(loc[-1])}" if loc else "unknown field"
+            elif err["type"] == "missing":
+                message = "required field is missing"
+            else:
+                message = err["msg"].removeprefix("Value error, ")
+            p.error((*path, *loc), message)
+    return None

@@ -17,6 +17,7 @@ from meshpilot.config.validation.common import (
     Problems,
     check_port,
     is_dns1123_label,
+    quoted,
     wildcard_domain_error,
 )
 from meshpilot.config.validation.http_headers import check_headers
@@ -28,7 +29,7 @@ def subset_name_error(name: str) -> str | None:
     if name == "":
         return "subset name cannot be empty"
     if not is_dns1123_label(name):
-        return f"subset name {name!r} is invalid: use a DNS-1123 label such as 'v1'"
+        return f"subset name {quoted(name)} is invalid: use a DNS-1123 label such as 'v1'"
     return None
 
 

@@ -11,7 +11,7 @@ import re
 
 from meshpilot.config.istio.common import StringMatch
 from meshpilot.config.istio.virtual_service import HeaderOperations, Headers
-from meshpilot.config.validation.common import Path, Problems
+from meshpilot.config.validation.common import Path, Problems, quoted
 from meshpilot.config.validation.re2 import regex_error
 
 __all__ = [
@@ -19,12 +19,17 @@ __all__ = [
     "check_headers",
     "check_string_match",
     "header_value_error",
+    "is_header_name",
     "is_jwt_claim",
 ]
 
 _HEADER_NAME = re.compile(r"^[-_A-Za-z0-9]+$")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JWT_CLAIM = re.compile(r"^@request\.auth\.claims(?:\.[^.\[\]]+|(?:\[[^\[\]]+\])+)$")
+
+
+def is_header_name(name: str) -> bool:
+    return _HEADER_NAME.match(name) is not None
 
 
 def is_jwt_claim(name: str) -> bool:
@@ -39,9 +44,11 @@ def check_header_name(p: Problems, path: Path, name: str, *, allow_claims: bool 
     elif allow_claims and is_jwt_claim(name):
         return
     elif not _HEADER_NAME.match(name):
-        p.error(path, f"header name {name!r} is not a valid header name")
+        p.error(path, f"header name {quoted(name)} is not a valid header name")
     elif name != name.lower():
-        p.warning(path, f"header name {name!r} should be lower case, as the Istio API requires")
+        p.warning(
+            path, f"header name {quoted(name)} should be lower case, as the Istio API requires"
+        )
 
 
 def check_string_match(
@@ -61,7 +68,7 @@ def check_string_match(
 def header_value_error(value: str) -> str | None:
     """Envoy's rules for a header value with `%...%` substitutions."""
     if _CONTROL.search(value):
-        return f"header value {value!r} contains control characters"
+        return f"header value {quoted(value)} contains control characters"
     pos, length = 0, len(value)
     while pos < length:
         if value[pos] != "%":
@@ -73,7 +80,7 @@ def header_value_error(value: str) -> str | None:
         end = _variable_end(value, pos + 1)
         if end < 0:
             return (
-                f"invalid header value {value!r}: unterminated variable expression "
+                f"invalid header value {quoted(value)}: unterminated variable expression "
                 "(write '%%' for a literal percent sign)"
             )
         pos = end + 1
@@ -128,7 +135,7 @@ def _op_name_error(name: str, *, allow_authority: bool) -> str | None:
     if authority and allow_authority:
         return None
     if name.lower() == "host":
-        return f"invalid header {name!r}: cannot set Host header"
+        return f"invalid header {quoted(name)}: cannot set Host header"
     if name.startswith(":"):
-        return f"invalid header {name!r}: header cannot have ':' prefix"
+        return f"invalid header {quoted(name)}: header cannot have ':' prefix"
     return None

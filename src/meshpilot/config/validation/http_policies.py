@@ -17,6 +17,7 @@ from meshpilot.config.istio.virtual_service import (
     HTTPRetry,
     HTTPRewrite,
     HTTPRoute,
+    Percent,
 )
 from meshpilot.config.validation.common import (
     Path,
@@ -25,9 +26,10 @@ from meshpilot.config.validation.common import (
     check_enum,
     check_percent,
     check_port,
+    quoted,
 )
 from meshpilot.config.validation.destinations import check_destination
-from meshpilot.config.validation.http_headers import check_string_match
+from meshpilot.config.validation.http_headers import check_string_match, is_header_name
 from meshpilot.config.validation.re2 import regex_error
 
 __all__ = [
@@ -42,24 +44,61 @@ __all__ = [
 
 # Envoy's x-envoy-retry-on and x-envoy-retry-grpc-on policies.
 RETRY_ON = frozenset(
-    "5xx gateway-error reset reset-before-request connect-failure retriable-4xx "
-    "refused-stream retriable-status-codes retriable-headers envoy-ratelimited "
-    "http3-post-connect-failure cancelled deadline-exceeded internal resource-exhausted "
-    "unavailable".split()
+    {
+        "5xx",
+        "gateway-error",
+        "reset",
+        "reset-before-request",
+        "connect-failure",
+        "retriable-4xx",
+        "refused-stream",
+        "retriable-status-codes",
+        "retriable-headers",
+        "envoy-ratelimited",
+        "http3-post-connect-failure",
+        "cancelled",
+        "deadline-exceeded",
+        "internal",
+        "resource-exhausted",
+        "unavailable",
+    }
 )
 # Status codes with a registered reason phrase (Go's http.StatusText).
 HTTP_STATUS_CODES = frozenset(
-    [100, 101, 102, 103, *range(200, 209), 226, 300, 301, 302, 303, 304, 305, 307, 308]
-    + [*range(400, 419), 421, 422, 423, 424, 425, 426, 428, 429, 431, 451]
-    + [*range(500, 509), 510, 511]
+    {
+        *(100, 101, 102, 103, *range(200, 209), 226),
+        *(300, 301, 302, 303, 304, 305, 307, 308),
+        *(*range(400, 419), 421, 422, 423, 424, 425, 426, 428, 429, 431, 451),
+        *(*range(500, 509), 510, 511),
+    }
 )
 GRPC_STATUSES = frozenset(
-    "OK CANCELLED UNKNOWN INVALID_ARGUMENT DEADLINE_EXCEEDED NOT_FOUND ALREADY_EXISTS "
-    "PERMISSION_DENIED RESOURCE_EXHAUSTED FAILED_PRECONDITION ABORTED OUT_OF_RANGE "
-    "UNIMPLEMENTED INTERNAL UNAVAILABLE DATA_LOSS UNAUTHENTICATED".split()
+    {
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    }
 )
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE")
 _KB, _MB = 1024, 1024 * 1024
+
+
+def _value(percent: Percent | None) -> float | None:
+    return percent.value if percent is not None else None
 
 
 def _status_error(status: int) -> str | None:
@@ -71,9 +110,15 @@ def _status_error(status: int) -> str | None:
 def check_redirect(p: Problems, path: Path, redirect: HTTPRedirect | None) -> None:
     if redirect is None:
         return
-    if not (redirect.uri or redirect.authority or redirect.scheme or redirect.port):
-        if not redirect.derive_port:
-            p.error(path, "redirect must specify uri, authority, scheme, port or derivePort")
+    targets = (
+        redirect.uri,
+        redirect.authority,
+        redirect.scheme,
+        redirect.port,
+        redirect.derive_port,
+    )
+    if not any(targets):
+        p.error(path, "redirect must specify uri, authority, scheme, port or derivePort")
     if redirect.redirect_code and not 300 <= redirect.redirect_code <= 399:
         p.error(
             (*path, "redirectCode"),
@@ -85,7 +130,10 @@ def check_redirect(p: Problems, path: Path, redirect: HTTPRedirect | None) -> No
         check_port(p, (*path, "port"), redirect.port)
     if redirect.derive_port:
         check_enum(
-            p, (*path, "derivePort"), redirect.derive_port, ("FROM_PROTOCOL_DEFAULT", "FROM_REQUEST_PORT")
+            p,
+            (*path, "derivePort"),
+            redirect.derive_port,
+            ("FROM_PROTOCOL_DEFAULT", "FROM_REQUEST_PORT"),
         )
         if redirect.port:
             p.error(path, "only one of port or derivePort may be set")
@@ -145,7 +193,8 @@ def check_retries(p: Problems, path: Path, retries: HTTPRetry | None) -> None:
         for policy in retries.retry_on.split(","):
             code = int(policy) if policy.isdigit() and len(policy) <= 3 else 0
             if code not in HTTP_STATUS_CODES and policy not in RETRY_ON:
-                p.error((*path, "retryOn"), f"{policy!r} is not a valid retryOn policy")
+                hint = " (remove the spaces around ',')" if policy != policy.strip() else ""
+                p.error((*path, "retryOn"), f"{quoted(policy)} is not a valid retryOn policy{hint}")
 
 
 def check_fault(p: Problems, path: Path, route: HTTPRoute) -> None:
@@ -161,7 +210,7 @@ def check_fault(p: Problems, path: Path, route: HTTPRoute) -> None:
 
 
 def _check_abort(p: Problems, path: Path, abort: FaultAbort) -> None:
-    check_percent(p, (*path, "percentage", "value"), abort.percentage and abort.percentage.value)
+    check_percent(p, (*path, "percentage", "value"), _value(abort.percentage))
     kinds = [
         name
         for name, value in (
@@ -172,13 +221,19 @@ def _check_abort(p: Problems, path: Path, abort: FaultAbort) -> None:
         if value is not None
     ]
     if len(kinds) > 1:
-        p.error(path, f"only one of httpStatus, grpcStatus or http2Error may be set, got {kinds}")
+        p.error(
+            path,
+            f"only one of httpStatus, grpcStatus or http2Error may be set, got {', '.join(kinds)}",
+        )
     if abort.http_status is not None:
         p.add((*path, "httpStatus"), _status_error(abort.http_status))
     if abort.grpc_status is not None and abort.grpc_status not in GRPC_STATUSES:
         p.error(
             (*path, "grpcStatus"),
-            f"gRPC status {abort.grpc_status!r} is not supported; use a name such as 'NOT_FOUND'",
+            (
+                f"gRPC status {quoted(abort.grpc_status)} is "
+                "not supported; use a name such as 'NOT_FOUND'"
+            ),
         )
     if abort.http2_error is not None:
         p.error((*path, "http2Error"), "HTTP/2 abort fault injection is not supported yet")
@@ -187,7 +242,7 @@ def _check_abort(p: Problems, path: Path, abort: FaultAbort) -> None:
 
 
 def _check_delay(p: Problems, path: Path, delay: FaultDelay) -> None:
-    check_percent(p, (*path, "percentage", "value"), delay.percentage and delay.percentage.value)
+    check_percent(p, (*path, "percentage", "value"), _value(delay.percentage))
     check_percent(p, (*path, "percent"), delay.percent, "percent")
     if delay.fixed_delay is not None and delay.exponential_delay is not None:
         p.error(path, "only one of fixedDelay or exponentialDelay may be set")
@@ -210,7 +265,10 @@ def check_mirrors(p: Problems, path: Path, route: HTTPRoute) -> None:
         )
     if route.mirror_percentage is not None:
         check_percent(
-            p, (*path, "mirrorPercentage", "value"), route.mirror_percentage.value, "mirrorPercentage"
+            p,
+            (*path, "mirrorPercentage", "value"),
+            route.mirror_percentage.value,
+            "mirrorPercentage",
         )
     for index, mirror in enumerate(route.mirrors):
         item = (*path, "mirrors", index)
@@ -230,11 +288,18 @@ def check_cors(p: Problems, path: Path, cors: CorsPolicy | None) -> None:
             check_string_match(p, where, origin)
     for index, method in enumerate(cors.allow_methods):
         if method not in HTTP_METHODS:
-            p.error((*path, "allowMethods", index), f"{method!r} is not a supported HTTP method")
-    for field, names in (("allowHeaders", cors.allow_headers), ("exposeHeaders", cors.expose_headers)):
+            p.error(
+                (*path, "allowMethods", index), f"{quoted(method)} is not a supported HTTP method"
+            )
+    for field, names in (
+        ("allowHeaders", cors.allow_headers),
+        ("exposeHeaders", cors.expose_headers),
+    ):
         for index, name in enumerate(names):
-            if name != "*" and (not name or not name.replace("-", "").replace("_", "").isalnum()):
-                p.error((*path, field, index), f"header name {name!r} is not a valid header name")
+            if name != "*" and not is_header_name(name):
+                p.error(
+                    (*path, field, index), f"header name {quoted(name)} is not a valid header name"
+                )
     check_duration(p, (*path, "maxAge"), cors.max_age)
     if cors.max_age is not None and cors.max_age >= 1_000_000 and cors.max_age % 1_000_000_000:
         p.error((*path, "maxAge"), "maxAge is accurate only to seconds precision")

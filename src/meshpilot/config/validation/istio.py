@@ -1,4 +1,4 @@
-"""Validation of Istio networking objects (filled out kind by kind)."""
+"""Validation of Istio networking objects: one module per kind, registered here by kind."""
 
 from __future__ import annotations
 
@@ -7,7 +7,23 @@ from typing import Any
 
 from meshpilot.config.diagnostics import FieldError
 from meshpilot.config.kinds import Kind
+from meshpilot.config.validation.common import guarded
+from meshpilot.config.validation.destination_rule import validate_destination_rule
+from meshpilot.config.validation.gateway import validate_gateway
+from meshpilot.config.validation.service_entry import (
+    validate_service_entry,
+    validate_workload_entry,
+)
+from meshpilot.config.validation.sidecar import validate_sidecar
+from meshpilot.config.validation.virtual_service import validate_virtual_service
 
 __all__ = ["VALIDATORS"]
 
-VALIDATORS: dict[Kind, Callable[[Any], list[FieldError]]] = {}
+VALIDATORS: dict[Kind, Callable[[Any], list[FieldError]]] = {
+    Kind.VIRTUAL_SERVICE: guarded(validate_virtual_service),
+    Kind.DESTINATION_RULE: guarded(validate_destination_rule),
+    Kind.GATEWAY: guarded(validate_gateway),
+    Kind.SERVICE_ENTRY: guarded(validate_service_entry),
+    Kind.WORKLOAD_ENTRY: guarded(validate_workload_entry),
+    Kind.SIDECAR: guarded(validate_sidecar),
+}

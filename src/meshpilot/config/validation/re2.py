@@ -12,13 +12,30 @@ from __future__ import annotations
 import re
 import warnings
 
+from meshpilot.config.validation.common import quoted
+
 __all__ = ["MAX_REGEX_LENGTH", "regex_error"]
 
 MAX_REGEX_LENGTH = 1024
 _MAX_REPEAT = 1000
 _SYNTAX_URL = "https://github.com/google/re2/wiki/Syntax"
 _POSIX_CLASSES = frozenset(
-    "alnum alpha ascii blank cntrl digit graph lower print punct space upper word xdigit".split()
+    {
+        "alnum",
+        "alpha",
+        "ascii",
+        "blank",
+        "cntrl",
+        "digit",
+        "graph",
+        "lower",
+        "print",
+        "punct",
+        "space",
+        "upper",
+        "word",
+        "xdigit",
+    }
 )
 _REPEAT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
 _FLAGS = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])")
@@ -49,10 +66,10 @@ def regex_error(pattern: str) -> str | None:
             warnings.simplefilter("ignore")
             re.compile(translated)
     except _Unsupported as exc:
-        return f"invalid regex {pattern!r}: {exc}; Istio uses RE2 syntax ({_SYNTAX_URL})"
+        return f"invalid regex {quoted(pattern)}: {exc}; Istio uses RE2 syntax ({_SYNTAX_URL})"
     except (re.error, OverflowError, RecursionError, ValueError) as exc:
         reason = getattr(exc, "msg", None) or str(exc)
-        return f"invalid regex {pattern!r}: {reason}; Istio uses RE2 syntax ({_SYNTAX_URL})"
+        return f"invalid regex {quoted(pattern)}: {reason}; Istio uses RE2 syntax ({_SYNTAX_URL})"
     return None
 
 
@@ -165,7 +182,7 @@ class _Scanner:
         on, off, end = flags.group(1), flags.group(2) or "", flags.group(3)
         bad = set(on + off) - set("imsU")
         if bad:
-            raise _Unsupported(f"unknown flag {''.join(sorted(bad))!r} in {flags.group(0)}")
+            raise _Unsupported(f"unknown flag {quoted(''.join(sorted(bad)))} in {flags.group(0)}")
         on, off = on.replace("U", ""), off.replace("U", "")
         if end == ")":
             self._emit("", flags.end() - self.pos)  # a flag change; irrelevant to validity

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from meshpilot.config.hosts import host_matches, host_specificity, resolve_host
 from meshpilot.config.istio.destination_rule import DestinationRule
+from meshpilot.config.keys import ConfigKey
 from meshpilot.config.mesh import MeshConfig
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.visibility import visible_to
@@ -29,6 +30,11 @@ class DestinationRuleIndex:
     by_namespace: Mapping[str, tuple[BoundDestinationRule, ...]]
     root_namespace: str
     default_export_to: tuple[str, ...]
+    # Per namespace: rules by exact host, and the wildcard-host rules (checked by matching).
+    exact: Mapping[str, Mapping[str, tuple[BoundDestinationRule, ...]]] = field(
+        default_factory=dict
+    )
+    wildcard: Mapping[str, tuple[BoundDestinationRule, ...]] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -40,10 +46,30 @@ class DestinationRuleIndex:
         ):
             host = resolve_host(obj.model.spec.host, obj.namespace, domain_suffix)
             by_ns.setdefault(obj.namespace, []).append(BoundDestinationRule(obj, host))
+        exact: dict[str, dict[str, list[BoundDestinationRule]]] = {}
+        wildcard: dict[str, list[BoundDestinationRule]] = {}
+        for ns, rules in by_ns.items():
+            for dr in rules:
+                if dr.host.startswith("*"):
+                    wildcard.setdefault(ns, []).append(dr)
+                else:
+                    exact.setdefault(ns, {}).setdefault(dr.host, []).append(dr)
         return cls(
             {ns: tuple(v) for ns, v in by_ns.items()},
             mesh.root_namespace,
             tuple(mesh.default_destination_rule_export_to),
+            {ns: {h: tuple(v) for h, v in hosts.items()} for ns, hosts in exact.items()},
+            {ns: tuple(v) for ns, v in wildcard.items()},
+        )
+
+    def selecting(self, namespace: str, labels: Mapping[str, str]) -> tuple[ConfigKey, ...]:
+        """Workload-selecting rules in `namespace` that select these labels: the only way a
+        proxy's labels change which rule applies, hence part of its cache class."""
+        return tuple(
+            dr.obj.key
+            for dr in self.by_namespace.get(namespace, ())
+            if (sel := dr.obj.model.spec.workload_selector) is not None
+            and all(labels.get(k) == v for k, v in sel.match_labels.items())
         )
 
     def lookup(
@@ -65,9 +91,11 @@ class DestinationRuleIndex:
         self, ns: str, proxy_namespace: str, proxy_labels: Mapping[str, str], hostname: str
     ) -> BoundDestinationRule | None:
         candidates = []
-        for dr in self.by_namespace.get(ns, ()):
-            if not host_matches(dr.host, hostname):
-                continue
+        matching = [
+            *self.exact.get(ns, {}).get(hostname, ()),
+            *(dr for dr in self.wildcard.get(ns, ()) if host_matches(dr.host, hostname)),
+        ]
+        for dr in matching:
             if not visible_to(
                 dr.obj.model.spec.export_to, dr.namespace, proxy_namespace, self.default_export_to
             ):

@@ -1,10 +1,16 @@
-"""Outbound clusters: one per service port, plus one per DestinationRule subset."""
+"""Outbound clusters: one per service port, plus one per DestinationRule subset.
+
+Most of a cluster is decided by its traffic policy, protocol and discovery type, which many
+clusters share; that part is built once per push as a template and copied (a C-level copy),
+then the cluster's own names, metadata, TLS and DNS endpoints are set.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.core.v3 import base_pb2
 from envoy.extensions.network.dns_resolver.cares.v3 import cares_dns_resolver_pb2
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as hpo_pb2
 
@@ -13,7 +19,7 @@ from meshpilot.model.indexes.destination_rules import BoundDestinationRule
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.traffic_policy import effective_traffic_policy
-from meshpilot.registry.model import Resolution, Service, ServicePort
+from meshpilot.registry.model import Protocol, Resolution, Service, ServicePort
 from meshpilot.xds.generate.clusters.common import (
     attach_protocol_options,
     base_cluster,
@@ -35,7 +41,10 @@ _TYPE = {
     Resolution.DNS_ROUND_ROBIN: cluster_pb2.Cluster.LOGICAL_DNS,
     Resolution.PASSTHROUGH: cluster_pb2.Cluster.ORIGINAL_DST,
 }
+_DNS_TYPES = (cluster_pb2.Cluster.STRICT_DNS, cluster_pb2.Cluster.LOGICAL_DNS)
 _CARES_UDP_MAX_QUERIES = 100  # Istio's PILOT_DNS_CARES_UDP_MAX_QUERIES default
+_TEMPLATES = "clusters.templates"
+_METADATA = "clusters.metadata"
 
 
 def build_outbound_clusters(
@@ -44,15 +53,14 @@ def build_outbound_clusters(
     """Clusters for every TCP port of `svc` as this proxy sees it (its DestinationRule chosen
     by Istio's namespace precedence)."""
     rule = push.destination_rule(proxy, svc)
+    subsets = rule.obj.model.spec.subsets if rule else []
+    sniff = proxy.type is ProxyType.SIDECAR
     out: list[cluster_pb2.Cluster] = []
     for port in svc.ports:
-        if port.protocol.value == "UDP":
+        if port.protocol is Protocol.UDP:
             continue
-        default = _build(push, proxy, svc, port, "", rule, None)
-        if default is not None:
-            out.append(default)
-        for subset in rule.obj.model.spec.subsets if rule else ():
-            built = _build(push, proxy, svc, port, subset.name, rule, subset.labels)
+        for subset, labels in (("", None), *((s.name, s.labels) for s in subsets)):
+            built = _build(push, svc, port, subset, rule, labels, sniff)
             if built is not None:
                 out.append(built)
     return out
@@ -60,38 +68,88 @@ def build_outbound_clusters(
 
 def _build(
     push: PushContext,
-    proxy: Proxy,
     svc: Service,
     port: ServicePort,
     subset: str,
     rule: BoundDestinationRule | None,
     subset_labels: Mapping[str, str] | None,
+    sniff: bool,
 ) -> cluster_pb2.Cluster | None:
     name = outbound_cluster(port.port, subset, svc.hostname)
-    kind = _TYPE[svc.resolution]
-    cluster = base_cluster(name, kind, push.mesh.connect_timeout)
-    if kind in (cluster_pb2.Cluster.STRICT_DNS, cluster_pb2.Cluster.LOGICAL_DNS):
+    policy = effective_traffic_policy(rule.obj.model if rule else None, port.port, subset)
+    template = _template(push, _TYPE[svc.resolution], port.protocol, sniff, policy)
+    cluster = cluster_pb2.Cluster()
+    cluster.CopyFrom(template)
+    cluster.name = name
+    cluster.alt_stat_name = name + ";"
+    if cluster.type == cluster_pb2.Cluster.EDS:
+        cluster.eds_cluster_config.service_name = name
+    elif cluster.type in _DNS_TYPES:
         assignment = locality_endpoints(push, svc, port.port, subset_labels)
         if not assignment:
             return None  # Istio drops DNS clusters without endpoints
-        _dns_settings(push, cluster)
         cluster.load_assignment.cluster_name = name
         cluster.load_assignment.endpoints.extend(assignment)
-    policy = effective_traffic_policy(rule.obj.model if rule else None, port.port, subset)
-    options = protocol_options(port.protocol, sniff=proxy.type is ProxyType.SIDECAR)
-    options = apply_traffic_policy(cluster, policy, options)
+    cluster.metadata.CopyFrom(_metadata(push, svc, rule))
+    if subset:
+        cluster.metadata.filter_metadata["istio"]["subset"] = subset
+    tls = policy.tls if policy else None
+    if tls is not None:
+        socket = upstream_tls_socket(
+            tls,
+            sni_name(port.port, subset, svc.hostname),
+            svc.service_accounts,
+            _is_http2(port, template),
+        )
+        if socket is not None:
+            cluster.transport_socket.CopyFrom(socket)
+    return cluster
+
+
+def _template(
+    push: PushContext,
+    kind: cluster_pb2.Cluster.DiscoveryType,
+    protocol: Protocol,
+    sniff: bool,
+    policy: TrafficPolicy | None,
+) -> cluster_pb2.Cluster:
+    """Everything but names, metadata and TLS, shared by clusters with the same policy object.
+    Keyed by the policy's identity; the entry keeps the policy alive so the id stays unique."""
+    templates = push.memo.setdefault(_TEMPLATES, {})
+    assert isinstance(templates, dict)
+    key = (kind, protocol, sniff, id(policy))
+    found = templates.get(key)
+    if found is not None:
+        return found[1]  # type: ignore[no-any-return]
+    cluster = base_cluster("", kind, push.mesh.connect_timeout)
+    if kind in _DNS_TYPES:
+        _dns_settings(push, cluster)
+    options = apply_traffic_policy(cluster, policy, protocol_options(protocol, sniff=sniff))
     if cluster.type == cluster_pb2.Cluster.EDS:
         set_eds(cluster)
-    _apply_tls(cluster, policy, svc, port, subset, options)
     attach_protocol_options(cluster, options)
-    istio_metadata(
-        cluster,
-        [svc],
-        (rule.namespace, rule.obj.name) if rule else None,
-        subset,
-        external=svc.mesh_external,
-    )
+    templates[key] = (policy, cluster)
     return cluster
+
+
+def _metadata(
+    push: PushContext, svc: Service, rule: BoundDestinationRule | None
+) -> base_pb2.Metadata:
+    """The `istio` metadata of a service's clusters (services, DestinationRule provenance)."""
+    memo = push.memo.setdefault(_METADATA, {})
+    assert isinstance(memo, dict)
+    key = (svc.hostname, svc.namespace, rule.obj.key if rule else None)
+    found = memo.get(key)
+    if found is None:
+        holder = cluster_pb2.Cluster()
+        istio_metadata(
+            holder,
+            [svc],
+            (rule.namespace, rule.obj.name) if rule else None,
+            external=svc.mesh_external,
+        )
+        found = memo[key] = holder.metadata
+    return found  # type: ignore[no-any-return]
 
 
 def _dns_settings(push: PushContext, cluster: cluster_pb2.Cluster) -> None:
@@ -104,26 +162,15 @@ def _dns_settings(push: PushContext, cluster: cluster_pb2.Cluster) -> None:
     cluster.typed_dns_resolver_config.typed_config.CopyFrom(pack(resolver))
 
 
-def _apply_tls(
-    cluster: cluster_pb2.Cluster,
-    policy: TrafficPolicy | None,
-    svc: Service,
-    port: ServicePort,
-    subset: str,
-    options: hpo_pb2.HttpProtocolOptions | None,
-) -> None:
-    """Explicit DestinationRule TLS. Automatic mTLS (transport_socket_matches) is added by the
-    security builders on top of this, only where no explicit mode is set."""
-    tls = policy.tls if policy else None
-    if tls is None:
-        return
-    http2 = port.protocol.is_http2 or (
-        options is not None
-        and options.HasField("explicit_http_config")
-        and options.explicit_http_config.HasField("http2_protocol_options")
+def _is_http2(port: ServicePort, template: cluster_pb2.Cluster) -> bool:
+    """ALPN h2 for HTTP2 ports and for clusters a DestinationRule upgraded to HTTP2."""
+    if port.protocol.is_http2:
+        return True
+    packed = template.typed_extension_protocol_options.get(
+        "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
     )
-    socket = upstream_tls_socket(
-        tls, sni_name(port.port, subset, svc.hostname), svc.service_accounts, http2
-    )
-    if socket is not None:
-        cluster.transport_socket.CopyFrom(socket)
+    if packed is None:
+        return False
+    options = hpo_pb2.HttpProtocolOptions()
+    packed.Unpack(options)
+    return options.explicit_http_config.HasField("http2_protocol_options")

@@ -10,7 +10,7 @@ from envoy.type.matcher.v3 import string_pb2
 
 from meshpilot.config.istio.destination_rule import ClientTLSSettings
 from meshpilot.xds.names import SDS_CLUSTER, SDS_DEFAULT, SDS_ROOTCA, credential_resource
-from meshpilot.xds.protos import Filters, ads_source, duration, pack
+from meshpilot.xds.protos import Filters, duration, pack
 
 __all__ = [
     "ALPN_IN_MESH",
@@ -46,7 +46,11 @@ def agent_sds(name: str) -> secret_pb2.SdsSecretConfig:
 
 
 def _ads_sds(name: str) -> secret_pb2.SdsSecretConfig:
-    return secret_pb2.SdsSecretConfig(name=name, sds_config=ads_source())
+    """A credentialName secret from the control plane (Istio sets no fetch timeout here)."""
+    source = config_source_pb2.ConfigSource(
+        ads=config_source_pb2.AggregatedConfigSource(), resource_api_version=config_source_pb2.V3
+    )
+    return secret_pb2.SdsSecretConfig(name=name, sds_config=source)
 
 
 def _san_matchers(names: Sequence[str]) -> list[common_pb2.SubjectAltNameMatcher]:

@@ -1,4 +1,4 @@
-"""DestinationRule traffic policy on a cluster: load balancer, connection pool, outlier detection."""
+"""DestinationRule traffic policy on a cluster: load balancer, pool, outlier detection."""
 
 from __future__ import annotations
 

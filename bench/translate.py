@@ -1,0 +1,134 @@
+"""B1: per-proxy config generation vs bare protobuf serialization, in one run.
+
+    python bench/translate.py [--repeat 5] [--json bench/results/translate.json]
+
+Synthetic mesh (bench/synthetic_mesh.py): 1000 Services x 2 ports, 1000 VirtualServices,
+500 DestinationRules with 2 subsets, 3000 pods. Reports, each a median over --repeat runs:
+  cold: one sidecar's full config (CDS, EDS, LDS, RDS) from a fresh PushContext
+  warm: a second sidecar in the same namespace, same push (shared parts from the cache)
+  baseline: SerializeToString of exactly the resources each produced
+  CDS cold per cluster (next to Istio's ~17.6 us/cluster), peak RSS.
+Targets (PERFORMANCE.md B1): cold <= 10x serialization, warm <= 1.5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.synthetic_mesh import MeshShape, synthetic_mesh_yaml  # noqa: E402
+from meshpilot.config.loader import load_text  # noqa: E402
+from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod  # noqa: E402
+from meshpilot.model.push_context import PushContext, build_push_context  # noqa: E402
+from meshpilot.xds.generate import generate_proxy_config, generator  # noqa: E402
+from meshpilot.xds.output import ProxyConfig  # noqa: E402
+from meshpilot.xds.protos import TypeUrl  # noqa: E402
+
+PROXY_A = ("svc-0-v1-5f6d7c8b9-p0000", "ns-0")
+PROXY_B = ("svc-10-v1-5f6d7c8b9-p0000", "ns-0")
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def _serialize_time(config: ProxyConfig) -> float:
+    resources = [r for name in ProxyConfig.SECTIONS for r in getattr(config, name)]
+    start = time.perf_counter()
+    for r in resources:
+        r.SerializeToString()
+    return time.perf_counter() - start
+
+
+def _count(config: ProxyConfig) -> dict[str, int]:
+    return {name: len(getattr(config, name)) for name in ProxyConfig.SECTIONS}
+
+
+def _proxy(push: PushContext, ref: tuple[str, str]) -> Proxy:
+    pod = push.pod(ref[1], ref[0])
+    assert pod is not None, ref
+    return proxy_from_pod(pod, ProxyType.SIDECAR)
+
+
+def run(repeat: int) -> dict[str, Any]:
+    loaded = load_text(synthetic_mesh_yaml(MeshShape()), "synthetic.yaml")
+    assert not loaded.errors, loaded.errors[:3]
+    cold, warm, ser_a, ser_b, cds = [], [], [], [], []
+    counts: dict[str, int] = {}
+    for _ in range(repeat):
+        push = build_push_context(loaded.objects, loaded.mesh)
+        proxy_a, proxy_b = _proxy(push, PROXY_A), _proxy(push, PROXY_B)
+        t_cold, config_a = _timed(lambda: generate_proxy_config(push, proxy_a))  # noqa: B023
+        t_warm, config_b = _timed(lambda: generate_proxy_config(push, proxy_b))  # noqa: B023
+        cold.append(t_cold)
+        warm.append(t_warm)
+        ser_a.append(_serialize_time(config_a))
+        ser_b.append(_serialize_time(config_b))
+        counts = _count(config_a)
+        fresh = build_push_context(loaded.objects, loaded.mesh)
+        proxy = _proxy(fresh, PROXY_A)
+        t_cds, clusters = _timed(
+            lambda: generator(TypeUrl.CLUSTER, ProxyType.SIDECAR)(fresh, proxy, None))  # noqa: B023
+        cds.append(t_cds / len(clusters))
+    med = statistics.median
+    return {
+        "mesh": vars(MeshShape()),
+        "resources_per_sidecar": counts,
+        "cold_ms": med(cold) * 1e3,
+        "warm_ms": med(warm) * 1e3,
+        "serialize_cold_ms": med(ser_a) * 1e3,
+        "serialize_warm_ms": med(ser_b) * 1e3,
+        "cold_ratio": med(cold) / med(ser_a),
+        "warm_ratio": med(warm) / med(ser_b),
+        "cds_cold_us_per_cluster": med(cds) * 1e6,
+        "istio_us_per_cluster": 17.6,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "repeat": repeat,
+        "python": platform.python_version(),
+        "machine": platform.processor() or platform.machine(),
+    }
+
+
+def markdown(r: dict[str, Any]) -> str:
+    return "\n".join([
+        "| B1 (one sidecar, 1000-service mesh) | ours | baseline: SerializeToString | ratio | target |",
+        "|---|---|---|---|---|",
+        f"| cold, full config | {r['cold_ms']:.1f} ms | {r['serialize_cold_ms']:.1f} ms | "
+        f"{r['cold_ratio']:.2f}x | <= 10x |",
+        f"| warm, second sidecar same namespace | {r['warm_ms']:.1f} ms | "
+        f"{r['serialize_warm_ms']:.1f} ms | {r['warm_ratio']:.2f}x | <= 1.5x |",
+        f"| CDS cold per cluster | {r['cds_cold_us_per_cluster']:.1f} us | Istio (Go) "
+        f"{r['istio_us_per_cluster']} us | | |",
+        f"| peak RSS | {r['peak_rss_mb']:.0f} MB | | | |",
+        "",
+        "resources per sidecar: " + ", ".join(f"{k} {v}" for k, v in
+                                             r["resources_per_sidecar"].items()),
+    ])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    result = run(args.repeat)
+    print(markdown(result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

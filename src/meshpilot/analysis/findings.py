@@ -1,0 +1,40 @@
+"""Building analyzer diagnostics: the offending object, field, line and Istio message code."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from meshpilot.config.diagnostics import Diagnostic, Severity, format_path
+from meshpilot.config.objects import ConfigObject
+
+__all__ = ["Path", "finding", "quoted"]
+
+Path = tuple[str | int, ...]
+
+
+def finding(
+    obj: ConfigObject[Any],
+    path: Path,
+    message: str,
+    *,
+    code: str = "",
+    severity: Severity = Severity.ERROR,
+) -> Diagnostic:
+    """A diagnostic about `obj` at `path` (its line from the source positions). `code` is
+    Istio's analyzer message code (IST0101, ...), shown first as `istioctl analyze` does."""
+    return Diagnostic(
+        file=obj.origin.file,
+        line=obj.origin.line_of(path),
+        kind=str(obj.key.kind),
+        namespace=obj.namespace,
+        name=obj.name,
+        field=format_path(path),
+        message=f"[{code}] {message}" if code else message,
+        severity=severity,
+    )
+
+
+def quoted(text: str) -> str:
+    """`"text"`, as Go's %q prints it in Istio's messages."""
+    return json.dumps(text)

@@ -1,0 +1,43 @@
+"""Sidecar listeners (LDS), as istiod builds them.
+
+- `virtualOutbound` (15001) and `virtualInbound` (15006): the capture listeners
+  (virtual.py), present when traffic is captured by iptables.
+- per-port outbound listeners `0.0.0.0_<port>` / `<vip>_<port>` (outbound.py, with the TCP
+  and TLS chains in outbound_tcp.py and the HCM in hcm.py).
+- inbound chains per served port inside virtualInbound (inbound.py), whose variants per mTLS
+  mode come from the PeerAuthentication seam (inbound_tls.py).
+
+Listeners are returned sorted by name; chain order inside a listener is Istio's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from envoy.config.listener.v3 import listener_pb2
+
+from meshpilot.model.proxy import Proxy
+from meshpilot.model.push_context import PushContext
+from meshpilot.xds.generate.listeners.context import build_context
+from meshpilot.xds.generate.listeners.inbound import inbound_filter_chains
+from meshpilot.xds.generate.listeners.outbound import build_outbound_listeners
+from meshpilot.xds.generate.listeners.virtual import virtual_inbound, virtual_outbound
+
+__all__ = ["generate_sidecar_listeners"]
+
+
+def generate_sidecar_listeners(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[listener_pb2.Listener]:
+    """All listeners of one sidecar; `names` (LDS is normally a wildcard subscription)
+    narrows the answer when given."""
+    ctx = build_context(push, proxy)
+    listeners = build_outbound_listeners(ctx)
+    if proxy.intercept:
+        listeners.append(virtual_outbound(ctx))
+        listeners.append(virtual_inbound(ctx, inbound_filter_chains(ctx)))
+    # interceptionMode NONE has no inbound listeners: without a Sidecar `ingress` section
+    # (not modelled yet) Istio builds none, as binding the app's ports would clash with it.
+    if names:
+        listeners = [lst for lst in listeners if lst.name in names]
+    return sorted(listeners, key=lambda lst: lst.name)

@@ -1,0 +1,265 @@
+"""Sidecar outbound route configurations, one per HTTP port (Istio's
+buildSidecarOutboundHTTPRouteConfig and BuildSidecarVirtualHostWrapper)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+
+from envoy.config.route.v3 import route_components_pb2 as rc
+from envoy.config.route.v3 import route_pb2
+
+from meshpilot.config.hosts import host_matches, hosts_intersect
+from meshpilot.config.keys import ConfigKey
+from meshpilot.model.indexes.virtual_services import MESH_GATEWAY, BoundVirtualService
+from meshpilot.model.proxy import Proxy
+from meshpilot.model.push_context import PushContext
+from meshpilot.model.sidecar_scope import SidecarScope
+from meshpilot.registry.model import Protocol, Service
+from meshpilot.xds import names as xds_names
+from meshpilot.xds.cache import cache_for
+from meshpilot.xds.generate.routes.action import set_timeout
+from meshpilot.xds.generate.routes.context import RouteContext
+from meshpilot.xds.generate.routes.delegate import http_routes
+from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
+from meshpilot.xds.generate.routes.http_route import translate_virtual_service
+from meshpilot.xds.generate.routes.retry import default_retry_policy
+from meshpilot.xds.generate.routes.virtual_hosts import VirtualHostGroup, build_virtual_hosts
+from meshpilot.xds.protos import boolean, u32
+
+__all__ = ["generate_sidecar_routes"]
+
+REGISTRY_ONLY = "REGISTRY_ONLY"
+MAX_DIRECT_RESPONSE_BODY_BYTES = 1024 * 1024  # Istio raises Envoy's 4 KiB default
+# Istio's "gross hack": on port 80, VirtualService hosts that are no service still get
+# virtual hosts (think `bookinfo.com`).
+NON_SERVICE_HOSTS_PORT = 80
+_LABEL_KEYS_MEMO = "rds.source-label-keys"
+
+
+def _http_like(svc: Service, port: int) -> bool:
+    p = svc.port(port)
+    return p is not None and (p.protocol.is_http or p.protocol is Protocol.AUTO)
+
+
+def _parse_name(name: str) -> tuple[int, str] | None:
+    """`<port>`, or `<host>:<port>` for a sniffed service alone on its VIP listener."""
+    host, _, port = name.rpartition(":")
+    return (int(port), host) if port.isdigit() else None
+
+
+def generate_sidecar_routes(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[route_pb2.RouteConfiguration]:
+    """`names` are the route configs Envoy asked for; None builds `<port>` for every HTTP or
+    sniffed port of the services this proxy sees. Names that are neither are skipped."""
+    builder = _Builder(push, proxy, push.proxy_scope(proxy))
+    if names is None:
+        services = builder.scope.services
+        ports = {p.port for s in services for p in s.ports if _http_like(s, p.port)}
+        wanted = {str(p): (p, "") for p in ports}
+    else:
+        wanted = {n: parsed for n in names if (parsed := _parse_name(n)) is not None}
+    cache = cache_for(push)
+    # Proxies of one class share route configs, unless VirtualServices tell them apart by
+    # client labels: then the labels they test are part of the key.
+    klass = (push.proxy_class(proxy), proxy.dns_domain, _tested_labels(push, proxy))
+    out: list[route_pb2.RouteConfiguration] = []
+    for name, (port, host) in sorted(wanted.items(), key=lambda kv: (kv[1], kv[0])):
+        build = partial(builder.config, name, port, host)
+        out.extend(cache.get_or_build(("rds", klass, name), build).messages)
+    return out
+
+
+def _tested_labels(push: PushContext, proxy: Proxy) -> tuple[tuple[str, str | None], ...]:
+    """The proxy's values of every label a VirtualService match tests (`sourceLabels`)."""
+    keys = push.memo.get(_LABEL_KEYS_MEMO)
+    if keys is None:
+        everything = [*push.virtual_services.all, *push.virtual_services.delegates.values()]
+        keys = sorted(
+            {
+                k
+                for vs in everything
+                for r in vs.obj.model.spec.http
+                for m in r.match
+                for k in m.source_labels
+            }
+        )
+        push.memo[_LABEL_KEYS_MEMO] = keys
+    assert isinstance(keys, list)
+    return tuple((k, proxy.labels.get(k)) for k in keys)
+
+
+@dataclass(slots=True)
+class _Builder:
+    """One proxy's route configs; virtual hosts are built once per port."""
+
+    push: PushContext
+    proxy: Proxy
+    scope: SidecarScope
+    by_port: dict[int, list[rc.VirtualHost]] = field(default_factory=dict)
+    mesh: tuple[list[BoundVirtualService], dict[str, ConfigKey]] | None = None
+
+    def config(self, name: str, port: int, sniffed_host: str) -> list[route_pb2.RouteConfiguration]:
+        if self.mesh is None:
+            mesh_vs = [
+                vs
+                for vs in self.push.virtual_services.for_gateway(MESH_GATEWAY, self.proxy.namespace)
+                if any(self.scope.allows_host(h, vs.namespace) for h in vs.hosts)
+            ]
+            self.mesh = (mesh_vs, _most_specific_vs(mesh_vs, self.scope.services))
+        if port not in self.by_port:
+            self.by_port[port] = _virtual_hosts(self.push, self.proxy, self.scope, *self.mesh, port)
+        return [_route_config(name, self.by_port[port], self.scope, sniffed_host)]
+
+
+def _most_specific_vs(
+    vss: Sequence[BoundVirtualService], services: Sequence[Service]
+) -> dict[str, ConfigKey]:
+    """For each service host, the VirtualService naming it exactly, else the one with the
+    most specific matching wildcard host; earlier VirtualServices win ties."""
+    exact: dict[str, ConfigKey] = {}
+    wildcard: dict[str, ConfigKey] = {}
+    for vs in vss:
+        for h in vs.hosts:
+            (wildcard if h.startswith("*") else exact).setdefault(h, vs.obj.key)
+    out = {}
+    for svc in services:
+        h = svc.hostname
+        if not h.startswith("*") and h in exact:
+            out[h] = exact[h]
+            continue
+        if h in wildcard:
+            out[h] = wildcard[h]
+            continue
+        matching = [w for w in wildcard if host_matches(w, h)]
+        if matching:
+            out[h] = wildcard[max(matching, key=len)]
+    return out
+
+
+def _selects(vs: BoundVirtualService, services: Mapping[str, Service]) -> bool:
+    """Does any host of `vs` name (or overlap, for wildcards) a service on this port?"""
+    return any(
+        h in services
+        or any(hosts_intersect(h, s) for s in services if h.startswith("*") or s.startswith("*"))
+        for h in vs.hosts
+    )
+
+
+def _vs_group(
+    ctx: RouteContext, services: Mapping[str, Service], owners: Mapping[str, ConfigKey]
+) -> VirtualHostGroup | None:
+    routes = translate_virtual_service(ctx, http_routes(ctx.push, ctx.vs))
+    if not routes:
+        return None  # its services keep their default routes
+    vs_hosts, matched = [], []
+    for h in (h for h in ctx.vs.hosts if not h.startswith("*")):
+        if h.lower() in services:
+            matched.append(services[h.lower()])
+        else:
+            vs_hosts.append(h)
+    for h in (h for h in ctx.vs.hosts if h.startswith("*")):
+        overlapping = [s for name, s in sorted(services.items()) if hosts_intersect(name, h)]
+        matched += [s for s in overlapping if owners.get(s.hostname) == ctx.vs.obj.key]
+        if not overlapping:
+            vs_hosts.append(h.lower())
+    http_services = [s for s in matched if _http_like(s, ctx.port)]
+    if not http_services and ctx.port != NON_SERVICE_HOSTS_PORT:
+        return None
+    return VirtualHostGroup(routes, http_services, vs_hosts)
+
+
+def default_route(svc: Service, port: int, push: PushContext, proxy: Proxy) -> rc.Route:
+    """`/` to the service's cluster with Istio's default retries and no timeout."""
+    route = rc.Route(
+        name=xds_names.DEFAULT_ROUTE,
+        match=rc.RouteMatch(prefix="/"),
+        decorator=rc.Decorator(operation=xds_names.trace_operation(svc.hostname, port)),
+    )
+    route.route.cluster = xds_names.outbound_cluster(port, "", svc.hostname)
+    route.route.retry_policy.CopyFrom(default_retry_policy())
+    set_timeout(route.route, None)
+    bound = push.destination_rule(proxy, svc)
+    policy = hash_policy(service_hash(bound.obj.model if bound else None, port))
+    if policy is not None:
+        route.route.hash_policy.append(policy)
+    return route
+
+
+def catch_all_virtual_host(scope: SidecarScope) -> rc.VirtualHost:
+    """Unknown hosts: forwarded as addressed (ALLOW_ANY) or refused with 502."""
+    if scope.outbound_policy == REGISTRY_ONLY:
+        route = rc.Route(
+            name=xds_names.BLACKHOLE_ROUTE,
+            match=rc.RouteMatch(prefix="/"),
+            direct_response=rc.DirectResponseAction(status=502),
+        )
+        name = xds_names.BLACKHOLE_ROUTE
+    else:
+        route = rc.Route(name=xds_names.PASSTHROUGH_ROUTE, match=rc.RouteMatch(prefix="/"))
+        route.route.cluster = xds_names.PASSTHROUGH_CLUSTER
+        set_timeout(route.route, None)
+        name = xds_names.PASSTHROUGH_ROUTE
+    return rc.VirtualHost(
+        name=name, domains=["*"], routes=[route], include_request_attempt_count=True
+    )
+
+
+def _virtual_hosts(
+    push: PushContext,
+    proxy: Proxy,
+    scope: SidecarScope,
+    mesh_vs: Sequence[BoundVirtualService],
+    owners: Mapping[str, ConfigKey],
+    port: int,
+) -> list[rc.VirtualHost]:
+    """Virtual hosts of the services on `port`: those a VirtualService claims first, in
+    VirtualService precedence, then the others with their default route."""
+    services = {s.hostname: s for s in scope.services if s.port(port) is not None}
+    service_ports = {h: (port,) for h in services}  # Istio trims services to this port
+    if port != NON_SERVICE_HOSTS_PORT:
+        mesh_vs = [vs for vs in mesh_vs if _selects(vs, services)]
+    groups = []
+    mesh = frozenset({MESH_GATEWAY})
+    for vs in mesh_vs:
+        ctx = RouteContext(push, proxy, scope, vs, port, mesh, False, service_ports)
+        if (group := _vs_group(ctx, services, owners)) is not None:
+            groups.append(group)
+    claimed = {s.hostname for g in groups for s in g.services}
+    groups += [
+        VirtualHostGroup([default_route(svc, port, push, proxy)], [svc])
+        for host, svc in sorted(services.items())
+        if host not in claimed and _http_like(svc, port)
+    ]
+    return build_virtual_hosts(groups, port, proxy.dns_domain)
+
+
+def _sniffed(vhosts: Sequence[rc.VirtualHost], host: str) -> list[rc.VirtualHost]:
+    """A sniffed service's own route config: just its virtual host, for any Host header."""
+    chosen = []
+    for v in vhosts:
+        if host in v.domains:
+            chosen.append(rc.VirtualHost())
+            chosen[-1].CopyFrom(v)  # the per-port list is shared by every route name
+    if len(chosen) == 1:
+        chosen[0].ClearField("domains")
+        chosen[0].domains.append("*")
+    return chosen
+
+
+def _route_config(
+    name: str, vhosts: Sequence[rc.VirtualHost], scope: SidecarScope, sniffed_host: str
+) -> route_pb2.RouteConfiguration:
+    chosen = _sniffed(vhosts, sniffed_host) if sniffed_host else list(vhosts)
+    chosen.sort(key=lambda v: v.name)
+    if not sniffed_host:
+        chosen.append(catch_all_virtual_host(scope))
+    return route_pb2.RouteConfiguration(
+        name=name,
+        virtual_hosts=chosen,
+        validate_clusters=boolean(False),
+        max_direct_response_body_size_bytes=u32(MAX_DIRECT_RESPONSE_BODY_BYTES),
+        ignore_port_in_host_matching=True,
+    )

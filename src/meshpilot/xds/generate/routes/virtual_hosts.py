@@ -1,0 +1,137 @@
+"""Sidecar outbound virtual hosts: their names and domains (Istio's generateVirtualHostDomains,
+GenerateAltVirtualHosts and dedupeDomains)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from envoy.config.route.v3 import route_components_pb2 as rc
+
+from meshpilot.registry.model import Resolution, Service
+from meshpilot.xds import names
+
+__all__ = ["VirtualHostGroup", "alt_hosts", "build_virtual_hosts", "service_domains"]
+
+UNSPECIFIED_IP = "0.0.0.0"
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualHostGroup:
+    """Routes shared by some services (and VirtualService hosts that name no service)."""
+
+    routes: Sequence[rc.Route]
+    services: Sequence[Service] = ()
+    vs_hosts: Sequence[str] = field(default_factory=tuple)
+
+
+def _ipv6_safe(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _kube_alt_hosts(hostname: str, proxy_domain: str) -> list[str]:
+    """`name.ns.svc.<suffix>`: same namespace -> name, name.ns.svc, name.ns; other namespace
+    -> name.ns, name.ns.svc."""
+    svc_at = hostname.find(".svc.")
+    if svc_at <= 0:
+        return []
+    first_dot = hostname.index(".")
+    if first_dot + 1 >= len(hostname) or first_dot + 1 > svc_at:
+        return []
+    short, name_ns = hostname[:first_dot], hostname[:svc_at]
+    if hostname[first_dot + 1 : svc_at] == proxy_domain[: proxy_domain.index(".svc.")]:
+        return [short, f"{name_ns}.svc", name_ns]
+    return [name_ns, f"{name_ns}.svc"]
+
+
+def alt_hosts(hostname: str, proxy_domain: str) -> list[str]:
+    """The shorter names a client in `proxy_domain` may use for `hostname` (no `:port` forms:
+    sidecar route configs ignore the port in host matching)."""
+    if ".svc." in proxy_domain:
+        svc_suffix = proxy_domain[proxy_domain.index(".svc.") :]
+        # Only Kubernetes-style names are expanded; others could clash with kube names.
+        return _kube_alt_hosts(hostname, proxy_domain) if hostname.endswith(svc_suffix) else []
+    host_parts, domain_parts = hostname.split("."), proxy_domain.split(".")
+    shared = 0
+    while (
+        shared < min(len(host_parts), len(domain_parts))
+        and host_parts[-1 - shared] == domain_parts[-1 - shared]
+    ):
+        shared += 1
+    if shared == 0:
+        return []
+    unique = host_parts[: len(host_parts) - shared]
+    out = [".".join(unique)]
+    if len(unique) == 2:
+        out.append(f"{out[0]}.{domain_parts[len(domain_parts) - shared]}")
+    return out
+
+
+def service_domains(svc: Service, proxy_domain: str) -> tuple[list[str], list[str]]:
+    """(domains, the alt hosts among them): FQDN, short forms, then the service addresses."""
+    alts = alt_hosts(svc.hostname, proxy_domain)
+    domains = [_ipv6_safe(svc.hostname), *alts]
+    if svc.resolution is Resolution.PASSTHROUGH and svc.is_kubernetes:
+        # Headless: clients address pods as <pod>.<service>...
+        domains += [f"*.{d}" for d in domains]
+    domains += [_ipv6_safe(a) for a in svc.addresses if a and a != UNSPECIFIED_IP]
+    return domains, alts
+
+
+class _DomainClaims:
+    """Each domain may appear in one virtual host only: first come, first served."""
+
+    def __init__(self, known_fqdns: set[str]) -> None:
+        self.seen: set[str] = set()
+        self.known_fqdns = known_fqdns
+
+    def claim(self, domains: list[str], alts: list[str]) -> list[str]:
+        out = []
+        for d in domains:
+            if d.lower() in self.seen:
+                continue
+            # An expanded short name must not steal a real FQDN (foo.com vs foo.com.<suffix>).
+            if d in alts and d in self.known_fqdns:
+                continue
+            out.append(d)
+            self.seen.add(d.lower())
+        return out
+
+
+def build_virtual_hosts(
+    groups: Sequence[VirtualHostGroup], port: int, proxy_domain: str
+) -> list[rc.VirtualHost]:
+    """Virtual hosts in group order; a repeated vhost name or domain keeps the first."""
+    known = {
+        h
+        for g in groups
+        for s in g.services
+        for h in (s.hostname, names.vhost_name(s.hostname, port))
+    }
+    claims = _DomainClaims(known)
+    taken: set[str] = set()
+    out = []
+    for group in groups:
+        if not group.routes:
+            continue
+        entries: list[tuple[str, Service | None]] = [(h, None) for h in group.vs_hosts]
+        entries += [(s.hostname, s) for s in group.services]
+        for hostname, svc in entries:
+            name = names.vhost_name(hostname, port)
+            if name in taken:
+                continue
+            taken.add(name)
+            domains, alts = (
+                service_domains(svc, proxy_domain) if svc else ([_ipv6_safe(hostname)], [])
+            )
+            domains = claims.claim(domains, alts)
+            if domains:
+                out.append(
+                    rc.VirtualHost(
+                        name=name,
+                        domains=domains,
+                        routes=group.routes,
+                        include_request_attempt_count=True,
+                    )
+                )
+    return out

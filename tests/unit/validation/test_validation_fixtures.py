@@ -1,0 +1,36 @@
+"""Every validation rule, proved by a fixture a user could write: each fixture lists the exact
+diagnostics (line, severity, field, message) it must produce, and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from meshpilot.config.diagnostics import Severity
+from meshpilot.config.loader import load_paths
+from tests.unit.validation.expectations import assert_diagnostics, fixtures_in
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("fixture", fixtures_in(FIXTURES), ids=lambda p: p.stem)
+def test_fixture_produces_exactly_its_expected_diagnostics(fixture: Path) -> None:
+    assert_diagnostics(fixture, load_paths([fixture]).diagnostics)
+
+
+def test_every_fixture_expects_something_or_says_it_is_valid() -> None:
+    for fixture in fixtures_in(FIXTURES):
+        text = fixture.read_text(encoding="utf-8")
+        assert "#^ " in text or fixture.stem.startswith("valid-"), fixture.name
+
+
+@pytest.mark.parametrize(
+    "inputs",
+    [REPO / "examples" / "bookinfo", *sorted((REPO / "tests/unit/golden/inputs").glob("*.yaml"))],
+    ids=lambda p: p.stem,
+)
+def test_valid_examples_have_no_validation_errors(inputs: Path) -> None:
+    errors = [d for d in load_paths([inputs]).diagnostics if d.severity is Severity.ERROR]
+    assert errors == []
