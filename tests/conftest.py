@@ -34,8 +34,9 @@ def proxy_for(push: PushContext, ref: str, proxy_type: ProxyType = ProxyType.SID
     return proxy_from_pod(pod, proxy_type)
 
 
-def config_for(push: PushContext, ref: str,
-               proxy_type: ProxyType = ProxyType.SIDECAR) -> ProxyConfig:
+def config_for(
+    push: PushContext, ref: str, proxy_type: ProxyType = ProxyType.SIDECAR
+) -> ProxyConfig:
     return generate_proxy_config(push, proxy_for(push, ref, proxy_type))
 
 

@@ -40,5 +40,17 @@ ANALYZERS: tuple[Analyzer, ...] = (
 
 def analyze(push: PushContext) -> list[Diagnostic]:
     """Reference problems in a valid set of objects, sorted by file and line."""
-    found = {d for analyzer in ANALYZERS for d in analyzer(push)}
+    found: set[Diagnostic] = set()
+    for analyzer in ANALYZERS:
+        try:
+            found.update(analyzer(push))
+        except Exception as exc:  # a bug in one analyzer must not hide the others' findings
+            found.add(
+                Diagnostic(
+                    file="<analysis>",
+                    line=1,
+                    message=f"internal error in {analyzer.__name__} "
+                    f"({type(exc).__name__}: {exc}); please report",
+                )
+            )
     return sorted(found, key=Diagnostic.sort_key)

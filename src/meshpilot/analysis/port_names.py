@@ -34,7 +34,7 @@ def check_port_names(push: PushContext) -> Iterator[Diagnostic]:
                     entry,
                     ("spec", "ports", index, "protocol"),
                     f"port {port.name} ({port.number}) declares no protocol, so the proxy "
-                    "treats its traffic as TCP or sniffs it; set protocol (HTTP, HTTPS, TCP, ...)",
+                    "detects it from the traffic; declare it (HTTP, HTTPS, TCP, ...)",
                     severity=Severity.WARNING,
                 )
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 import click
 import yaml
 
 from meshpilot.cli.common import files_option, load_inputs, print_diagnostics
-from meshpilot.config.kube.pod import Pod
-from meshpilot.config.objects import ConfigObject
 from meshpilot.model.proxy import ProxyType, proxy_from_pod
 from meshpilot.model.push_context import build_push_context
 from meshpilot.xds.generate import generate_proxy_config
@@ -53,7 +51,7 @@ def translate(
             f"--proxy {proxy_ref}: no Pod named {name!r} in namespace {namespace or 'default'!r} "
             "among the input objects"
         )
-    proxy = proxy_from_pod(cast(ConfigObject[Pod], pod), ProxyType(proxy_type))
+    proxy = proxy_from_pod(pod, ProxyType(proxy_type))
     config = generate_proxy_config(push, proxy)
     click.echo(render(config.to_dict(), output))
     if strict and loaded.errors:

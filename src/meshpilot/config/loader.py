@@ -223,7 +223,7 @@ def parse_mesh_config(
         mesh = MeshConfig.model_validate(data)
     except ValidationError as exc:
         return None, [(path, message, Severity.ERROR) for path, message in _pydantic_errors(exc)]
-    warnings = [
+    warnings: list[tuple[tuple[str | int, ...], str, Severity]] = [
         (
             (name,),
             f"mesh field {name!r} is not supported by meshpilot and is ignored",

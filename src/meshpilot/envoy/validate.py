@@ -75,7 +75,7 @@ def _static_cluster(name: str, address: str, port: int, http2: bool) -> cluster_
 def _route_check_listener(index: int, route_config: object) -> listener_pb2.Listener:
     hcm = hcm_pb2.HttpConnectionManager(
         stat_prefix=f"validate_routes_{index}",
-        route_config=route_config,  # type: ignore[arg-type]
+        route_config=route_config,
         http_filters=[
             hcm_pb2.HttpFilter(name=Filters.ROUTER, typed_config=pack(router_pb2.Router()))
         ],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import Any, cast
 
 from meshpilot.config.istio.service_entry import ServiceEntry, WorkloadEntry
 from meshpilot.config.keys import ConfigKey
@@ -38,11 +38,11 @@ class Registry:
 
 
 def build_registry(
-    objects: Sequence[ConfigObject[object]],
+    objects: Sequence[ConfigObject[Any]],
     domain_suffix: str = "cluster.local",
     trust_domain: str = "cluster.local",
 ) -> Registry:
-    by_kind: dict[Kind, list[ConfigObject[object]]] = defaultdict(list)
+    by_kind: dict[Kind, list[ConfigObject[Any]]] = defaultdict(list)
     for obj in objects:
         by_kind[obj.key.kind].append(obj)
     pods = cast(list[ConfigObject[Pod]], by_kind[Kind.POD])

@@ -34,12 +34,15 @@ def test_wrong_type_names_file_line_object_and_field() -> None:
     assert (diag.file, diag.line) == ("routing.yaml", 12)
     assert diag.object_ref == "VirtualService default/reviews"
     assert diag.field == "spec.http[0].route[0].weight"
-    assert str(diag).startswith("routing.yaml:12: error: VirtualService default/reviews: "
-                                "spec.http[0].route[0].weight: ")
+    assert str(diag).startswith(
+        "routing.yaml:12: error: VirtualService default/reviews: spec.http[0].route[0].weight: "
+    )
 
 
 def test_unknown_field_is_an_error_and_the_rest_still_loads() -> None:
-    text = VS.replace("weight: heavy", "wieght: 100") + """\
+    text = (
+        VS.replace("weight: heavy", "wieght: 100")
+        + """\
 ---
 apiVersion: v1
 kind: Service
@@ -47,6 +50,7 @@ metadata: {name: reviews}
 spec:
   ports: [{name: http, port: 9080}]
 """
+    )
     result = load_text(text, "f.yaml")
     assert [o.key.kind for o in result.objects] == [Kind.SERVICE]
     assert result.objects[0].key.namespace == "default"  # kubectl's default namespace
@@ -72,8 +76,12 @@ def test_unknown_kind_is_reported_and_ignored() -> None:
 
 def test_api_versions_accepted_and_refused() -> None:
     for version in ("v1alpha3", "v1beta1", "v1"):
-        ok = load_text(VS.replace("networking.istio.io/v1", f"networking.istio.io/{version}")
-                       .replace("weight: heavy", "weight: 100"), "f.yaml")
+        ok = load_text(
+            VS.replace("networking.istio.io/v1", f"networking.istio.io/{version}").replace(
+                "weight: heavy", "weight: 100"
+            ),
+            "f.yaml",
+        )
         assert len(ok.objects) == 1, version
     bad = load_text(VS.replace("networking.istio.io/v1", "networking.istio.io/v2"), "f.yaml")
     assert "apiVersion 'networking.istio.io/v2' is not accepted" in bad.diagnostics[0].message
@@ -88,8 +96,9 @@ def test_duplicate_objects_keep_the_first() -> None:
 
 
 def test_duplicate_key_is_reported() -> None:
-    result = load_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\nkind: Namespace\n",
-                       "k.yaml")
+    result = load_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\nkind: Namespace\n", "k.yaml"
+    )
     assert any("duplicate key 'kind'" in d.message and d.line == 4 for d in result.diagnostics)
 
 
@@ -140,9 +149,12 @@ def test_meshconfig_file_and_bad_duration(tmp_path: Path) -> None:
 
 def test_directories_are_read_recursively_in_order(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
-    (tmp_path / "b" / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n")
-    (tmp_path / "a.json").write_text('{"apiVersion": "v1", "kind": "Namespace", '
-                                     '"metadata": {"name": "a"}}')
+    (tmp_path / "b" / "ns.yaml").write_text(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: b}\n"
+    )
+    (tmp_path / "a.json").write_text(
+        '{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}'
+    )
     (tmp_path / "notes.txt").write_text("not config")
     assert [o.name for o in load_paths([tmp_path]).objects] == ["a", "b"]
 
@@ -152,12 +164,17 @@ def test_missing_path_is_an_input_error() -> None:
         load_paths(["/nonexistent/mesh.yaml"])
 
 
-@pytest.mark.parametrize("text", [
-    "- just\n- a list\n", "42\n", "apiVersion: v1\nkind: Service\n",
-    "apiVersion: v1\nkind: Service\nmetadata: []\n",
-    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n",
-    "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec: null\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "- just\n- a list\n",
+        "42\n",
+        "apiVersion: v1\nkind: Service\n",
+        "apiVersion: v1\nkind: Service\nmetadata: []\n",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: 3}\n",
+        "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: g}\nspec: null\n",
+    ],
+)
 def test_odd_documents_give_diagnostics_not_exceptions(text: str) -> None:
     result = load_text(text, "odd.yaml")
     assert result.diagnostics and not result.objects

@@ -15,8 +15,13 @@ import yaml
 from meshpilot.model.proxy import ProxyType
 
 CASES_DIR = Path(__file__).parent / "xds"
-SECTIONS = {"lds": "listeners", "rds": "routes", "cds": "clusters", "eds": "endpoints",
-            "sds": "secrets"}
+SECTIONS = {
+    "lds": "listeners",
+    "rds": "routes",
+    "cds": "clusters",
+    "eds": "endpoints",
+    "sds": "secrets",
+}
 
 
 @dataclass(frozen=True)
@@ -36,8 +41,11 @@ def load_cases() -> list[GoldenCase]:
     for folder in sorted(p for p in CASES_DIR.iterdir() if p.is_dir()):
         spec = yaml.safe_load((folder / "proxy.yaml").read_text())
         inputs = tuple((folder / p).resolve() for p in spec.get("inputs", ["config.yaml"]))
-        cases.append(GoldenCase(folder.name, folder, spec["proxy"],
-                                ProxyType(spec.get("type", "sidecar")), inputs))
+        cases.append(
+            GoldenCase(
+                folder.name, folder, spec["proxy"], ProxyType(spec.get("type", "sidecar")), inputs
+            )
+        )
     return cases
 
 

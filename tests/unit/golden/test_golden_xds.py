@@ -38,8 +38,10 @@ def test_matches_golden(case: GoldenCase) -> None:
         assert path.exists(), f"{path} missing: run with REFRESH_GOLDEN=1 and review it"
         if path.read_text() != text:
             mismatched.append(short)
-    assert not mismatched, (f"{case.name}: {', '.join(mismatched)} differ from the goldens; "
-                            "run REFRESH_GOLDEN=1 pytest tests/unit/golden and review the diff")
+    assert not mismatched, (
+        f"{case.name}: {', '.join(mismatched)} differ from the goldens; "
+        "run REFRESH_GOLDEN=1 pytest tests/unit/golden and review the diff"
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -53,15 +55,20 @@ def test_consistent(case: GoldenCase) -> None:
     config = _generate(case)
     listener_names = [listener.name for listener in config.listeners]
     assert len(listener_names) == len(set(listener_names)), "duplicate listener names"
-    addresses = [(lst.address.socket_address.address, lst.address.socket_address.port_value)
-                 for lst in config.listeners]
+    addresses = [
+        (lst.address.socket_address.address, lst.address.socket_address.port_value)
+        for lst in config.listeners
+    ]
     assert len(addresses) == len(set(addresses)), "two listeners on one address"
     route_names = {r.name for r in config.routes}
     assert rds_names(config.listeners) <= route_names, "LDS refers to a missing route config"
     cluster_names = [c.name for c in config.clusters]
     assert len(cluster_names) == len(set(cluster_names)), "duplicate cluster names"
-    eds = {c.eds_cluster_config.service_name for c in config.clusters
-           if c.HasField("eds_cluster_config")}
+    eds = {
+        c.eds_cluster_config.service_name
+        for c in config.clusters
+        if c.HasField("eds_cluster_config")
+    }
     assert eds == {e.cluster_name for e in config.endpoints}, "EDS cluster without assignment"
 
 

@@ -30,6 +30,7 @@ pytestmark = pytest.mark.envoy
 def validate_listeners(listeners: Iterable[listener_pb2.Listener]) -> None:
     validate_config(ProxyConfig(listeners=list(listeners)))
 
+
 MIXED = join(
     CLIENT_POD,
     service("web", "[{name: http, port: 8080}, {name: grpc, port: 9090}]", "10.96.0.1"),

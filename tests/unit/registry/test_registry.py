@@ -59,14 +59,20 @@ def test_endpoints_from_selected_pods_resolve_named_target_ports() -> None:
     assert ready[0].workload_name == "web" and ready[0].tls_mode == "istio"
     assert str(ready[0].locality) == "r1/z1"
     # Every workload behind the service counts, ready or not (SAN verification must not flap).
-    assert svc.service_accounts == ("spiffe://cluster.local/ns/shop/sa/default",
-                                    "spiffe://cluster.local/ns/shop/sa/web-sa")
+    assert svc.service_accounts == (
+        "spiffe://cluster.local/ns/shop/sa/default",
+        "spiffe://cluster.local/ns/shop/sa/web-sa",
+    )
     assert [(e.address, e.port) for e in push.registry.endpoints_of(svc, 9000)] == [
-        ("10.1.0.6", 9000), ("10.1.0.5", 9000)]  # no locality sorts first
+        ("10.1.0.6", 9000),
+        ("10.1.0.5", 9000),
+    ]  # no locality sorts first
 
 
 def test_explicit_endpoints_object_wins_over_selector() -> None:
-    text = SERVICE + """\
+    text = (
+        SERVICE
+        + """\
 ---
 apiVersion: v1
 kind: Endpoints
@@ -75,13 +81,18 @@ subsets:
 - addresses: [{ip: 10.9.9.9}]
   ports: [{name: http, port: 8081}, {name: tcp-admin, port: 9001}]
 """
+    )
     _, push = push_from_text(text)
     [svc] = push.registry.services
-    assert [(e.address, e.port) for e in push.registry.endpoints_of(svc, 80)] == [("10.9.9.9", 8081)]
+    assert [(e.address, e.port) for e in push.registry.endpoints_of(svc, 80)] == [
+        ("10.9.9.9", 8081)
+    ]
 
 
 def test_endpoint_slices() -> None:
-    text = SERVICE + """\
+    text = (
+        SERVICE
+        + """\
 ---
 apiVersion: discovery.k8s.io/v1
 kind: EndpointSlice
@@ -97,12 +108,15 @@ endpoints:
 - addresses: [10.1.0.7]
   conditions: {ready: false}
 """
+    )
     _, push = push_from_text(text)
     [svc] = push.registry.services
     eps = push.registry.endpoints_of(svc, 80)
     # Sorted by locality, then address: 10.1.0.7 has no pod, hence no locality.
     assert [(e.address, e.port, e.healthy) for e in eps] == [
-        ("10.1.0.7", 8082, False), ("10.1.0.5", 8082, True)]
+        ("10.1.0.7", 8082, False),
+        ("10.1.0.5", 8082, True),
+    ]
     assert eps[1].service_account == "web-sa"  # the pod found by IP
     assert push.registry.endpoints_of(svc, 9000) == ()
 

@@ -64,6 +64,8 @@ def assert_diagnostics(path: Path, diagnostics: Iterable[Diagnostic]) -> None:
     missing = [str(e) for e in expected if e not in actual]
     unexpected = [str(a) for a in actual if a not in expected]
     assert not missing and not unexpected, (
-        f"{path.name}\n  missing:\n    " + "\n    ".join(missing)
-        + "\n  unexpected:\n    " + "\n    ".join(unexpected)
+        f"{path.name}\n  missing:\n    "
+        + "\n    ".join(missing)
+        + "\n  unexpected:\n    "
+        + "\n    ".join(unexpected)
     )

@@ -50,8 +50,29 @@ ODD_SPECS = [
     "{ports: [{port: 99999999999999999999}]}",
 ]
 ODD_VALUES: list[Any] = [
-    None, "", "*", "~", ".", "/", "unix://", -1, 0, 2**64, 1e308, math.nan, True,
-    [], {}, [None], {"": None}, "x" * 3000, "%", "(?=", "a/b/c", "::", "10.0.0.0/99",
+    None,
+    "",
+    "*",
+    "~",
+    ".",
+    "/",
+    "unix://",
+    -1,
+    0,
+    2**64,
+    1e308,
+    math.nan,
+    True,
+    [],
+    {},
+    [None],
+    {"": None},
+    "x" * 3000,
+    "%",
+    "(?=",
+    "a/b/c",
+    "::",
+    "10.0.0.0/99",
 ]
 
 
@@ -131,3 +152,16 @@ def test_an_invalid_object_is_skipped_and_its_neighbours_load() -> None:
     loaded = load_text(text, "gateway.yaml")
     assert [o.name for o in loaded.objects] == ["valid-gateway"]
     assert any(d.severity is Severity.ERROR for d in loaded.diagnostics)
+
+
+def test_a_validator_bug_becomes_one_diagnostic() -> None:
+    from meshpilot.config.validation.common import guarded
+
+    def broken(model: object, problems: object) -> None:
+        raise ZeroDivisionError("division by zero")
+
+    [err] = guarded(broken)(object())
+    assert err.path == ()
+    assert err.message == (
+        "internal error while validating (ZeroDivisionError: division by zero); please report"
+    )

@@ -111,7 +111,7 @@ def _check_match(p: Problems, path: Path, match: HTTPMatchRequest, *, gateway_bo
         ("method", match.method),
         ("authority", match.authority),
     ):
-        _check_required_match(p, (*path, field), field, required)
+        _check_field_match(p, (*path, field), field, required)
     for name, string_match in match.query_params.items():
         check_string_match(p, (*path, "queryParams", name), string_match)
     if match.port:
@@ -125,11 +125,11 @@ def _check_match(p: Problems, path: Path, match: HTTPMatchRequest, *, gateway_bo
         )
 
 
-def _check_required_match(p: Problems, path: Path, field: str, match: StringMatch | None) -> None:
+def _check_field_match(p: Problems, path: Path, field: str, match: StringMatch | None) -> None:
     if match is None:
         return
     if match.exact is None and match.prefix is None and match.regex is None:
-        p.error(path, f"{field} match must set one of exact, prefix or regex")
+        p.warning(path, f"{field} match sets none of exact, prefix or regex: it matches anything")
         return
     # Envoy allows an empty URI prefix, but not an empty prefix for the other fields.
     check_string_match(p, path, match, allow_empty_prefix=field == "uri")

@@ -187,11 +187,13 @@ def _check_lb(
             )
             if value is not None
         ]
-        if len(keys) != 1:
-            p.error(
+        if len(keys) > 1:
+            p.error(where, f"consistentHash may set only one hash key, got {', '.join(keys)}")
+        elif not keys:
+            p.warning(
                 where,
-                "consistentHash must set exactly one of httpHeaderName, httpCookie, "
-                f"useSourceIp or httpQueryParameterName (got {len(keys)})",
+                "consistentHash sets no hash key (httpHeaderName, httpCookie, useSourceIp or "
+                "httpQueryParameterName), so requests are spread at random",
             )
         if ch.http_cookie is not None and not ch.http_cookie.name:
             p.error((*where, "httpCookie", "name"), "name required for httpCookie")

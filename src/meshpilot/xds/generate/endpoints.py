@@ -137,7 +137,7 @@ def _groups(push: PushContext, svc: Service, port: int) -> list[_Group]:
             )
             lbs = [_lb_endpoint(push, ep) for ep in eps]
             found.append(_Group(tuple(eps), loc, _group_message(loc, eps, lbs)))
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _group_message(
@@ -184,4 +184,4 @@ def _metadata(push: PushContext, ep: Endpoint) -> base_pb2.Metadata | None:
         if tls_mode:
             found.filter_metadata[TLS_MATCH_KEY]["tlsMode"] = tls_mode
         memo[(workload, tls_mode)] = found
-    return found  # type: ignore[no-any-return]
+    return found

@@ -87,7 +87,7 @@ def _outbound(push: PushContext, proxy: Proxy) -> tuple[cluster_pb2.Cluster, ...
         return out
 
     key = ("cds-outbound", push.proxy_class(proxy))
-    return cache_for(push).get_or_build(key, build).messages  # type: ignore[return-value]
+    return cache_for(push).get_or_build(key, build).messages
 
 
 def _unique_sorted(clusters: list[cluster_pb2.Cluster]) -> list[cluster_pb2.Cluster]:

@@ -120,7 +120,7 @@ def _template(
     key = (kind, protocol, sniff, id(policy))
     found = templates.get(key)
     if found is not None:
-        return found[1]  # type: ignore[no-any-return]
+        return found[1]
     cluster = base_cluster("", kind, push.mesh.connect_timeout)
     if kind in _DNS_TYPES:
         _dns_settings(push, cluster)
@@ -149,7 +149,7 @@ def _metadata(
             external=svc.mesh_external,
         )
         found = memo[key] = holder.metadata
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _dns_settings(push: PushContext, cluster: cluster_pb2.Cluster) -> None:
@@ -173,4 +173,4 @@ def _is_http2(port: ServicePort, template: cluster_pb2.Cluster) -> bool:
         return False
     options = hpo_pb2.HttpProtocolOptions()
     packed.Unpack(options)
-    return options.explicit_http_config.HasField("http2_protocol_options")
+    return bool(options.explicit_http_config.HasField("http2_protocol_options"))
