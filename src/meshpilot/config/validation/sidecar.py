@@ -139,16 +139,11 @@ def _check_egress(p: Problems, sidecar: Sidecar) -> None:
     listeners = sidecar.spec.egress
     ports: set[int] = set()
     sockets: set[str] = set()
-    catch_all = False
     for index, listener in enumerate(listeners):
         where = (*SPEC, "egress", index)
         if listener.port is None:
-            if catch_all:
-                p.error(where, "sidecar: egress can have only one listener with empty port")
-            elif index != len(listeners) - 1:
+            if index != len(listeners) - 1:
                 p.error(where, "sidecar: the egress listener with empty port should be the last")
-            else:
-                catch_all = True
         else:
             _check_egress_port(p, where, listener, ports, sockets)
         _check_egress_hosts(p, where, listener, sidecar.metadata.namespace or "default")
