@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic_mesh import MeshShape, synthetic_mesh_yaml
 from meshpilot.config.loader import LoadResult, load_text
+from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.xds.generate import generate_proxy_config, generator
@@ -79,6 +80,7 @@ def run(repeat: int) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for _ in range(repeat):
         push = build_push_context(loaded.objects, loaded.mesh)
+        settle_long_lived_objects()  # as the control plane does after each push build
         proxy_a, proxy_b = _proxy(push, PROXY_A), _proxy(push, PROXY_B)
         t_cold, config_a = _timed(lambda: generate_proxy_config(push, proxy_a))  # noqa: B023
         t_warm, config_b = _timed(lambda: generate_proxy_config(push, proxy_b))  # noqa: B023

@@ -9,6 +9,7 @@ import click
 import yaml
 
 from meshpilot.cli.common import files_option, load_inputs, print_diagnostics
+from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.proxy import ProxyType, proxy_from_pod
 from meshpilot.model.push_context import build_push_context
 from meshpilot.xds.generate import generate_proxy_config
@@ -44,6 +45,7 @@ def translate(
     loaded = load_inputs(filenames)
     print_diagnostics(loaded.diagnostics)
     push = build_push_context(loaded.objects, loaded.mesh)
+    settle_long_lived_objects()
     name, _, namespace = proxy_ref.partition(".")
     pod = push.pod(namespace or "default", name)
     if pod is None:

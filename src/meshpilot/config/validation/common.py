@@ -13,9 +13,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import Any
 
 from meshpilot.config.diagnostics import FieldError, Severity
 
@@ -26,7 +24,6 @@ __all__ = [
     "check_duration",
     "check_enum",
     "check_export_to",
-    "check_gateway_names",
     "check_labels",
     "check_non_negative",
     "check_percent",
@@ -37,7 +34,6 @@ __all__ = [
     "ip_or_cidr_error",
     "is_dns1123_label",
     "is_ip",
-    "parse_part",
     "partial_wildcard_error",
     "protocol_error",
     "quoted",
@@ -326,53 +322,3 @@ def check_enum(p: Problems, path: Path, value: str, allowed: Iterable[str]) -> N
         return
     hint = " (values are case-sensitive)" if value.upper() in options else ""
     p.error(path, f"invalid value {quoted(value)}; use one of: {', '.join(options)}{hint}")
-
-
-# --- gateway references ----------------------------------------------------------------------
-
-
-def check_gateway_names(p: Problems, path: Path, names: Sequence[str]) -> None:
-    """Gateway references: `mesh`, `name`, `namespace/name` (or legacy `name.namespace`)."""
-    for index, name in enumerate(names):
-        where = (*path, index)
-        namespace, slash, short = name.partition("/")
-        if not slash:
-            if "." in name:
-                first, _, rest = name.partition(".")
-                p.warning(
-                    where,
-                    f"using legacy gateway name format {quoted(name)}; prefer <namespace>/<name>: "
-                    f"{rest.split('.')[0]}/{first}",
-                )
-            p.add(where, fqdn_error(name))
-            continue
-        if not namespace or not short:
-            p.error(where, "namespace and gateway name cannot be empty")
-            continue
-        if not is_dns1123_label(namespace):
-            p.error(where, f"invalid namespace {quoted(namespace)} in gateway reference")
-        if not is_dns1123_label(short):
-            p.error(where, f"invalid gateway name {quoted(short)}")
-
-
-# --- loosely typed parts of a model ----------------------------------------------------------
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def parse_part(p: Problems, path: Path, model: type[M], data: object) -> M | None:
-    """Validate a field the model keeps as a plain dict against its typed model; report the
-    problems at their paths and return None if it does not fit."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        for err in exc.errors(include_url=False, include_input=False):
-            loc = tuple(part for part in err["loc"] if not (isinstance(part, str) and "[" in part))
-            if err["type"] == "extra_forbidden":
-                message = f"unknown field {quoted(loc[-1])}" if loc else "unknown field"
-            elif err["type"] == "missing":
-                message = "required field is missing"
-            else:
-                message = err["msg"].removeprefix("Value error, ")
-            p.error((*path, *loc), message)
-    return None

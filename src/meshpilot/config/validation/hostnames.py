@@ -1,9 +1,15 @@
-"""`namespace/host` entries of Gateway servers and Sidecar egress listeners (Istio's
-agent.ValidateNamespaceSlashWildcardHostname)."""
+"""Host and gateway references: `namespace/host` entries of Gateway servers and Sidecar egress
+listeners (Istio's agent.ValidateNamespaceSlashWildcardHostname) and gateway names in
+VirtualServices (validateGatewayNames)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from meshpilot.config.validation.common import (
+    Path,
+    Problems,
+    fqdn_error,
     is_dns1123_label,
     is_ip,
     partial_wildcard_error,
@@ -11,7 +17,7 @@ from meshpilot.config.validation.common import (
     wildcard_domain_error,
 )
 
-__all__ = ["namespaced_host_errors"]
+__all__ = ["check_gateway_names", "namespaced_host_errors"]
 
 
 def namespaced_host_errors(host: str, *, gateway: bool) -> list[str]:
@@ -49,3 +55,27 @@ def _host_part_errors(name: str, *, gateway: bool) -> list[str]:
     if (partial := partial_wildcard_error(name)) is not None:
         errors.append(partial)
     return errors
+
+
+def check_gateway_names(p: Problems, path: Path, names: Sequence[str]) -> None:
+    """Gateway references: `mesh`, `name`, `namespace/name` (or legacy `name.namespace`)."""
+    for index, name in enumerate(names):
+        where = (*path, index)
+        namespace, slash, short = name.partition("/")
+        if not slash:
+            if "." in name:
+                first, _, rest = name.partition(".")
+                p.warning(
+                    where,
+                    f"using legacy gateway name format {quoted(name)}; prefer <namespace>/<name>: "
+                    f"{rest.split('.')[0]}/{first}",
+                )
+            p.add(where, fqdn_error(name))
+            continue
+        if not namespace or not short:
+            p.error(where, "namespace and gateway name cannot be empty")
+            continue
+        if not is_dns1123_label(namespace):
+            p.error(where, f"invalid namespace {quoted(namespace)} in gateway reference")
+        if not is_dns1123_label(short):
+            p.error(where, f"invalid gateway name {quoted(short)}")

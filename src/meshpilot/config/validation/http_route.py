@@ -10,13 +10,13 @@ from meshpilot.config.validation.common import (
     Path,
     Problems,
     check_duration,
-    check_gateway_names,
     check_labels,
     check_port,
     is_dns1123_label,
     quoted,
 )
 from meshpilot.config.validation.destinations import check_route_destinations
+from meshpilot.config.validation.hostnames import check_gateway_names
 from meshpilot.config.validation.http_headers import (
     check_header_name,
     check_headers,

@@ -22,7 +22,6 @@ from meshpilot.config.validation.common import (
     fqdn_error,
     is_dns1123_label,
     is_ip,
-    parse_part,
     protocol_error,
     quoted,
     unix_address_error,
@@ -30,6 +29,7 @@ from meshpilot.config.validation.common import (
 from meshpilot.config.validation.destinations import subset_name_error
 from meshpilot.config.validation.gateway import check_server_tls
 from meshpilot.config.validation.hostnames import namespaced_host_errors
+from meshpilot.config.validation.loose_parts import parse_part
 from meshpilot.config.validation.traffic_policy import check_connection_pool
 
 __all__ = ["validate_sidecar"]

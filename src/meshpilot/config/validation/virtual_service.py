@@ -20,7 +20,6 @@ from meshpilot.config.validation.common import (
     Path,
     Problems,
     check_export_to,
-    check_gateway_names,
     check_labels,
     check_port,
     ip_or_cidr_error,
@@ -29,6 +28,7 @@ from meshpilot.config.validation.common import (
     wildcard_domain_error,
 )
 from meshpilot.config.validation.destinations import check_route_destinations
+from meshpilot.config.validation.hostnames import check_gateway_names
 from meshpilot.config.validation.http_route import check_http_route
 
 __all__ = ["validate_virtual_service"]

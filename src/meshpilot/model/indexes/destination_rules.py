@@ -35,6 +35,9 @@ class DestinationRuleIndex:
         default_factory=dict
     )
     wildcard: Mapping[str, tuple[BoundDestinationRule, ...]] = field(default_factory=dict)
+    # Namespaces holding workload-selecting rules: there, labels matter and nothing is memoised.
+    selector_namespaces: frozenset[str] = frozenset()
+    _memo: dict[tuple[str, str, str], BoundDestinationRule | None] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -60,6 +63,11 @@ class DestinationRuleIndex:
             tuple(mesh.default_destination_rule_export_to),
             {ns: {h: tuple(v) for h, v in hosts.items()} for ns, hosts in exact.items()},
             {ns: tuple(v) for ns, v in wildcard.items()},
+            frozenset(
+                ns
+                for ns, rules in by_ns.items()
+                if any(r.obj.model.spec.workload_selector is not None for r in rules)
+            ),
         )
 
     def selecting(self, namespace: str, labels: Mapping[str, str]) -> tuple[ConfigKey, ...]:
@@ -81,6 +89,20 @@ class DestinationRuleIndex:
     ) -> BoundDestinationRule | None:
         """The rule for `hostname` as Istio picks it: the proxy's namespace, then the service's,
         then the root namespace; the most specific host wins within a namespace."""
+        if proxy_namespace in self.selector_namespaces:
+            return self._lookup(proxy_namespace, proxy_labels, hostname, service_namespace)
+        key = (proxy_namespace, hostname, service_namespace)
+        if key not in self._memo:
+            self._memo[key] = self._lookup(proxy_namespace, {}, hostname, service_namespace)
+        return self._memo[key]
+
+    def _lookup(
+        self,
+        proxy_namespace: str,
+        proxy_labels: Mapping[str, str],
+        hostname: str,
+        service_namespace: str,
+    ) -> BoundDestinationRule | None:
         for ns in dict.fromkeys((proxy_namespace, service_namespace, self.root_namespace)):
             found = self._best(ns, proxy_namespace, proxy_labels, hostname)
             if found is not None:

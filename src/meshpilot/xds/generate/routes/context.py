@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from envoy.config.route.v3 import route_components_pb2 as rc
+
 from meshpilot.config.istio.virtual_service import Destination, HTTPRoute
 from meshpilot.model.indexes.virtual_services import BoundVirtualService
 from meshpilot.model.proxy import Proxy
@@ -29,6 +31,9 @@ class RouteContext:
     # Ports of the service behind each destination host, as Istio's route builder sees it:
     # sidecars see services trimmed to the listener port, gateways see whole services.
     service_ports: Mapping[str, tuple[int, ...]]
+    # Routes already translated for this proxy (see http_route.translate_virtual_service);
+    # None where nothing is shared.
+    memo: dict[tuple[object, ...], rc.Route | None] | None = None
 
     def cluster(self, dest: Destination) -> str:
         """Istio's GetDestinationCluster: explicit port, else the service's only port, else

@@ -60,18 +60,48 @@ def translate_virtual_service(ctx: RouteContext, routes: Sequence[HTTPRoute]) ->
     """One Envoy route per match (a route without match gets `/`); nothing after a
     catch-all, since Envoy would never reach it."""
     out: list[rc.Route] = []
-    for route in routes:
+    for i, route in enumerate(routes):
         if not route.match:
-            if (r := translate_route(ctx, route, None)) is not None:
+            if (r := _translate_shared(ctx, i, route, -1, None)) is not None:
                 out.append(r)
             return out
-        for match in route.match:
-            r = translate_route(ctx, route, match)
+        for j, match in enumerate(route.match):
+            r = _translate_shared(ctx, i, route, j, match)
             if r is None:
                 continue
             out.append(r)
             if is_catch_all(r):
                 return out
+    return out
+
+
+def _port_dependent(route: HTTPRoute, match: HTTPMatchRequest | None) -> bool:
+    """Does the listener port change this route (beyond its trace decorator)?"""
+    if (match is not None and match.port) or route.redirect is not None:
+        return True
+    dests = [d.destination for d in route.route] + [m.destination for m in route.mirrors]
+    if route.mirror is not None:
+        dests.append(route.mirror)
+    return any(d.port is None for d in dests)
+
+
+def _translate_shared(
+    ctx: RouteContext, i: int, route: HTTPRoute, j: int, match: HTTPMatchRequest | None
+) -> rc.Route | None:
+    """A VirtualService's routes usually come out the same on every port of its host: for
+    one proxy they are translated once and copied, with the port-bearing decorator redone."""
+    if ctx.memo is None:
+        return translate_route(ctx, route, match)
+    key = (ctx.vs.obj.key, i, j, ctx.port if _port_dependent(route, match) else None)
+    if key not in ctx.memo:
+        ctx.memo[key] = translate_route(ctx, route, match)
+        return ctx.memo[key]
+    cached = ctx.memo[key]
+    if cached is None:
+        return None
+    out = rc.Route()
+    out.CopyFrom(cached)
+    out.decorator.operation = _operation(out, ctx.vs.name, ctx.port)
     return out
 
 
@@ -87,11 +117,17 @@ def _source_matches(ctx: RouteContext, match: HTTPMatchRequest | None) -> bool:
     return not match.source_namespace or match.source_namespace == ctx.proxy.namespace
 
 
-def _metadata(vs: BoundVirtualService) -> base_pb2.Metadata:
-    md = base_pb2.Metadata()
-    md.filter_metadata[ISTIO_METADATA_KEY].update(
-        {"config": names.config_path("VirtualService", vs.namespace, vs.name)}
-    )
+def _metadata(push: PushContext, vs: BoundVirtualService) -> base_pb2.Metadata:
+    """Provenance metadata: the same for every route of a VirtualService, so built once per
+    push and copied into each route."""
+    memo = push.memo.setdefault("routes.metadata", {})
+    assert isinstance(memo, dict)
+    md = memo.get(vs.obj.key)
+    if md is None:
+        md = memo[vs.obj.key] = base_pb2.Metadata()
+        md.filter_metadata[ISTIO_METADATA_KEY].update(
+            {"config": names.config_path("VirtualService", vs.namespace, vs.name)}
+        )
     return md
 
 
@@ -117,7 +153,7 @@ def translate_route(
     if not _source_matches(ctx, match):
         return None
     name = route.name + (f".{match.name}" if match is not None and match.name else "")
-    out = rc.Route(name=name, match=route_match(match), metadata=_metadata(ctx.vs))
+    out = rc.Route(name=name, match=route_match(match), metadata=_metadata(ctx.push, ctx.vs))
     if match is not None and match.stat_prefix:
         out.stat_prefix = match.stat_prefix
     authority = ""

@@ -28,7 +28,14 @@ _HTTP_STATUS = frozenset(
 
 
 def default_retry_policy(consistent_hash: bool = False) -> rc.RetryPolicy:
-    """With consistent hashing, retries stay on the same host (no previous_hosts)."""
+    """With consistent hashing, retries stay on the same host (no previous_hosts). Copied
+    from a template: building the nested message anew is several times slower."""
+    policy = rc.RetryPolicy()
+    policy.CopyFrom(_TEMPLATES[consistent_hash])
+    return policy
+
+
+def _build_default_retry_policy(consistent_hash: bool) -> rc.RetryPolicy:
     policy = rc.RetryPolicy(
         retry_on=DEFAULT_RETRY_ON, num_retries=u32(2), host_selection_retry_max_attempts=5
     )
@@ -39,6 +46,9 @@ def default_retry_policy(consistent_hash: bool = False) -> rc.RetryPolicy:
             )
         )
     return policy
+
+
+_TEMPLATES = {flag: _build_default_retry_policy(flag) for flag in (False, True)}
 
 
 def _parse_retry_on(retry_on: str) -> tuple[str, list[int]]:

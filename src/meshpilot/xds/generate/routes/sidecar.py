@@ -99,6 +99,7 @@ class _Builder:
     proxy: Proxy
     scope: SidecarScope
     by_port: dict[int, list[rc.VirtualHost]] = field(default_factory=dict)
+    routes: dict[tuple[object, ...], rc.Route | None] = field(default_factory=dict)
     mesh: tuple[list[BoundVirtualService], dict[str, ConfigKey]] | None = None
 
     def config(self, name: str, port: int, sniffed_host: str) -> list[route_pb2.RouteConfiguration]:
@@ -110,7 +111,9 @@ class _Builder:
             ]
             self.mesh = (mesh_vs, _most_specific_vs(mesh_vs, self.scope.services))
         if port not in self.by_port:
-            self.by_port[port] = _virtual_hosts(self.push, self.proxy, self.scope, *self.mesh, port)
+            self.by_port[port] = _virtual_hosts(
+                self.push, self.proxy, self.scope, *self.mesh, port, self.routes
+            )
         return [_route_config(name, self.by_port[port], self.scope, sniffed_host)]
 
 
@@ -214,6 +217,7 @@ def _virtual_hosts(
     mesh_vs: Sequence[BoundVirtualService],
     owners: Mapping[str, ConfigKey],
     port: int,
+    memo: dict[tuple[object, ...], rc.Route | None],
 ) -> list[rc.VirtualHost]:
     """Virtual hosts of the services on `port`: those a VirtualService claims first, in
     VirtualService precedence, then the others with their default route."""
@@ -224,7 +228,7 @@ def _virtual_hosts(
     groups = []
     mesh = frozenset({MESH_GATEWAY})
     for vs in mesh_vs:
-        ctx = RouteContext(push, proxy, scope, vs, port, mesh, False, service_ports)
+        ctx = RouteContext(push, proxy, scope, vs, port, mesh, False, service_ports, memo)
         if (group := _vs_group(ctx, services, owners)) is not None:
             groups.append(group)
     claimed = {s.hostname for g in groups for s in g.services}
