@@ -22,7 +22,7 @@ def finding(
     severity: Severity = Severity.ERROR,
 ) -> Diagnostic:
     """A diagnostic about `obj` at `path` (its line from the source positions). `code` is
-    Istio's analyzer message code (IST0101, ...), shown first as `istioctl analyze` does."""
+    Istio's analyzer message code (IST0101, ...), printed after the severity."""
     return Diagnostic(
         file=obj.origin.file,
         line=obj.origin.line_of(path),
@@ -30,8 +30,9 @@ def finding(
         namespace=obj.namespace,
         name=obj.name,
         field=format_path(path),
-        message=f"[{code}] {message}" if code else message,
+        message=message,
         severity=severity,
+        code=code,
     )
 
 

@@ -69,5 +69,5 @@ def _check_service(svc: ConfigObject[Any]) -> Iterator[Diagnostic]:
                 "follow the naming convention of Istio port: name it <protocol>[-<suffix>] "
                 "(such as http-web) or set appProtocol",
                 code="IST0118",
-                severity=Severity.WARNING,
+                severity=Severity.INFO,  # Istio grades it Info
             )

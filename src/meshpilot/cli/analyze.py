@@ -21,9 +21,12 @@ def analyze(filenames: tuple[str, ...]) -> None:
     diagnostics = [*loaded.diagnostics, *analyze_push(push)]
     print_diagnostics(diagnostics)
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)
-    warnings = len(diagnostics) - errors
+    warnings = sum(d.severity is Severity.WARNING for d in diagnostics)
+    infos = len(diagnostics) - errors - warnings
     click.echo(
-        f"{len(loaded.objects)} objects checked: {errors} errors, {warnings} warnings", err=True
+        f"{len(loaded.objects)} objects checked: {errors} errors, {warnings} warnings, "
+        f"{infos} info",
+        err=True,
     )
     if errors:
         raise SystemExit(1)

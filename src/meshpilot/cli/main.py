@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 from meshpilot import __version__
 from meshpilot.cli.analyze import analyze
 from meshpilot.cli.translate import translate
+from meshpilot.errors import MeshpilotError
 
 __all__ = ["cli", "main"]
+
+DEBUG_ENV = "MESHPILOT_DEBUG"  # set to 1 to see the traceback of an internal error
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -28,4 +34,27 @@ cli.add_command(analyze)
 
 
 def main() -> None:
-    cli(prog_name="meshpilot")
+    """Run the CLI; errors become one line on stderr and exit code 1 (2 for usage errors),
+    never a traceback unless MESHPILOT_DEBUG=1."""
+    try:
+        cli(prog_name="meshpilot", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except MeshpilotError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(1)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # a bug: say so plainly, keep the traceback for debugging
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        click.echo(
+            f"Internal error: {type(exc).__name__}: {exc}\n"
+            f"This is a meshpilot bug; rerun with {DEBUG_ENV}=1 for the traceback and report it.",
+            err=True,
+        )
+        sys.exit(70)

@@ -11,6 +11,7 @@ __all__ = ["Diagnostic", "FieldError", "Origin", "Severity", "format_path"]
 class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
+    INFO = "info"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +55,7 @@ class Diagnostic:
     name: str = ""
     field: str = ""
     severity: Severity = Severity.ERROR
+    code: str = ""  # Istio's analyzer message code (IST0101, ...), when there is one
 
     @property
     def object_ref(self) -> str:
@@ -63,7 +65,8 @@ class Diagnostic:
         return f"{self.kind} {name}"
 
     def __str__(self) -> str:
-        parts = [f"{self.file}:{self.line}", self.severity.value]
+        level = f"{self.severity.value} {self.code}" if self.code else self.severity.value
+        parts = [f"{self.file}:{self.line}", level]
         if self.object_ref:
             parts.append(self.object_ref)
         if self.field:

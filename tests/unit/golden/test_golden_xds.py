@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from meshpilot.xds.cache import cache_for
 from meshpilot.xds.generate import generate_proxy_config
 from meshpilot.xds.output import ProxyConfig
 from meshpilot.xds.references import rds_names
@@ -47,6 +48,18 @@ def test_matches_golden(case: GoldenCase) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_deterministic(case: GoldenCase) -> None:
     assert _generate(case).to_dict() == _generate(case).to_dict()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_warm_cache_equals_cold(case: GoldenCase) -> None:
+    """Emissary's compile_with_cachecheck: a second generation from the same push (served
+    from the cache, each hit rebuilt and compared) equals the first."""
+    _, push = push_from_paths(case.inputs)
+    cache_for(push).assert_unchanged = True
+    proxy = proxy_for(push, case.proxy, case.proxy_type)
+    cold = generate_proxy_config(push, proxy).to_dict()
+    assert generate_proxy_config(push, proxy).to_dict() == cold
+    assert cache_for(push).hits > 0
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -21,7 +21,7 @@ from meshpilot.config.diagnostics import Diagnostic
 
 __all__ = ["Expected", "assert_diagnostics", "expected_in", "fixtures_in"]
 
-_EXPECT = re.compile(r"^\s*#\^ (error|warning) (.+?): (.*)$")
+_EXPECT = re.compile(r"^\s*#\^ (error|warning|info) (.+?): (.*)$")
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -36,7 +36,8 @@ class Expected:
 
     @classmethod
     def of(cls, diag: Diagnostic) -> Expected:
-        return cls(diag.line, diag.severity.value, diag.field, diag.message)
+        message = f"[{diag.code}] {diag.message}" if diag.code else diag.message
+        return cls(diag.line, diag.severity.value, diag.field, message)
 
 
 def fixtures_in(directory: Path) -> list[Path]:
