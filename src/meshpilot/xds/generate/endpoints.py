@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from envoy.config.core.v3 import base_pb2, health_check_pb2
+from envoy.config.core.v3 import address_pb2, base_pb2, health_check_pb2
 from envoy.config.endpoint.v3 import endpoint_components_pb2 as ec_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 
@@ -16,6 +16,7 @@ from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.registry.model import Endpoint, Locality, Service
 from meshpilot.registry.workloads import workload_metadata
 from meshpilot.xds.names import parse_cluster_name
+from meshpilot.xds.wire import field_number, length_delimited, varint
 
 __all__ = ["generate_endpoints", "locality_endpoints"]
 
@@ -56,9 +57,10 @@ def _assignment(
     labels = _subset_labels(push, proxy, svc, subset)
     if subset and labels is None:
         return _NONE
-    cla = endpoint_pb2.ClusterLoadAssignment(cluster_name=name)
-    cla.endpoints.extend(locality_endpoints(push, svc, port, labels))
-    return cla
+    # Assembled from the cached serialized groups and parsed once: no per-message copies.
+    parts = [length_delimited(_CLA_NAME, name.encode())]
+    parts.extend(length_delimited(_CLA_ENDPOINTS, g) for g in _group_bytes(push, svc, port, labels))
+    return endpoint_pb2.ClusterLoadAssignment.FromString(b"".join(parts))
 
 
 def _subset_labels(
@@ -77,9 +79,19 @@ def locality_endpoints(
     push: PushContext, svc: Service, port: int, subset_labels: Mapping[str, str] | None
 ) -> list[ec_pb2.LocalityLbEndpoints]:
     """Healthy endpoints of one service port (filtered by subset labels), by locality."""
+    return [
+        ec_pb2.LocalityLbEndpoints.FromString(g)
+        for g in _group_bytes(push, svc, port, subset_labels)
+    ]
+
+
+def _group_bytes(
+    push: PushContext, svc: Service, port: int, subset_labels: Mapping[str, str] | None
+) -> list[bytes]:
+    """Serialized LocalityLbEndpoints of a service port, filtered by subset labels."""
     groups = _groups(push, svc, port)
     if not subset_labels:
-        return [g.message for g in groups]
+        return [g.serialized for g in groups]
     out = []
     for g in groups:
         members = [
@@ -88,13 +100,13 @@ def locality_endpoints(
             if all(ep.labels.get(k) == v for k, v in subset_labels.items())
         ]
         if len(members) == len(g.endpoints):
-            out.append(g.message)
+            out.append(g.serialized)
         elif members:
             out.append(
-                _group_message(
-                    g.locality_message,
+                _serialize_group(
+                    g.locality,
                     [g.endpoints[i] for i in members],
-                    [g.message.lb_endpoints[i] for i in members],
+                    [g.lb_endpoints[i] for i in members],
                 )
             )
     return out
@@ -102,20 +114,27 @@ def locality_endpoints(
 
 @dataclass(frozen=True, slots=True)
 class _Group:
-    """One locality's endpoints of a service port, with the built message for all of them."""
+    """One locality's endpoints of a service port, serialized each and all together."""
 
     endpoints: tuple[Endpoint, ...]
-    locality_message: base_pb2.Locality | None
-    message: ec_pb2.LocalityLbEndpoints
+    locality: bytes  # serialized envoy.config.core.v3.Locality, empty for none
+    lb_endpoints: tuple[bytes, ...]  # serialized LbEndpoint per endpoint
+    serialized: bytes  # the LocalityLbEndpoints of all of them
 
 
 _GROUPS = "endpoints.groups"
 _METADATA = "endpoints.metadata"
+_CLA_NAME = field_number(endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR, "cluster_name")
+_CLA_ENDPOINTS = field_number(endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR, "endpoints")
+_GROUP_LOCALITY = field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "locality")
+_GROUP_LB_ENDPOINTS = field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "lb_endpoints")
+_GROUP_WEIGHT = field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "load_balancing_weight")
+_UINT32_VALUE = b"\x08"  # google.protobuf.UInt32Value.value: field 1, varint
 
 
 def _groups(push: PushContext, svc: Service, port: int) -> list[_Group]:
     """A service port's healthy endpoints by locality, built once per push and shared by the
-    port's default assignment (as is) and its subsets (filtered copies)."""
+    port's default assignment (as is) and its subsets (filtered)."""
     memo = push.memo.setdefault(_GROUPS, {})
     assert isinstance(memo, dict)
     key = (svc.hostname, svc.namespace, port)
@@ -128,42 +147,62 @@ def _groups(push: PushContext, svc: Service, port: int) -> list[_Group]:
         found = memo[key] = []
         for locality in sorted(by_locality, key=str):
             eps = by_locality[locality]
-            loc = (
-                base_pb2.Locality(
-                    region=locality.region, zone=locality.zone, sub_zone=locality.subzone
-                )
-                if str(locality)
-                else None
-            )
-            lbs = [_lb_endpoint(push, ep) for ep in eps]
-            found.append(_Group(tuple(eps), loc, _group_message(loc, eps, lbs)))
+            loc = _locality_bytes(push, locality)
+            lbs = [_lb_endpoint_bytes(push, ep) for ep in eps]
+            found.append(_Group(tuple(eps), loc, tuple(lbs), _serialize_group(loc, eps, lbs)))
     return found
 
 
-def _group_message(
-    locality: base_pb2.Locality | None,
-    eps: Sequence[Endpoint],
-    lbs: Sequence[ec_pb2.LbEndpoint],
-) -> ec_pb2.LocalityLbEndpoints:
-    group = ec_pb2.LocalityLbEndpoints()
-    group.lb_endpoints.extend(lbs)
-    group.load_balancing_weight.value = sum(ep.weight for ep in eps)
-    if locality is not None:
-        group.locality.CopyFrom(locality)
-    return group
+def _serialize_group(locality: bytes, eps: Sequence[Endpoint], lbs: Sequence[bytes]) -> bytes:
+    parts = [length_delimited(_GROUP_LOCALITY, locality)] if locality else []
+    parts.extend(length_delimited(_GROUP_LB_ENDPOINTS, lb) for lb in lbs)
+    weight = sum(ep.weight for ep in eps)
+    parts.append(length_delimited(_GROUP_WEIGHT, _UINT32_VALUE + varint(weight)))
+    return b"".join(parts)
 
 
-def _lb_endpoint(push: PushContext, ep: Endpoint) -> ec_pb2.LbEndpoint:
-    # Attribute assignment: about three times faster than nested constructor keywords in upb.
-    lb = ec_pb2.LbEndpoint(health_status=health_check_pb2.HEALTHY)
-    address = lb.endpoint.address.socket_address
-    address.address = ep.address
-    address.port_value = ep.port
-    lb.load_balancing_weight.value = ep.weight
+def _locality_bytes(push: PushContext, locality: Locality) -> bytes:
+    memo = push.memo.setdefault(_LOCALITIES, {})
+    assert isinstance(memo, dict)
+    found = memo.get(locality)
+    if found is None:
+        found = memo[locality] = (
+            base_pb2.Locality(
+                region=locality.region, zone=locality.zone, sub_zone=locality.subzone
+            ).SerializeToString()
+            if str(locality)
+            else b""
+        )
+    return found
+
+
+def _lb_endpoint_bytes(push: PushContext, ep: Endpoint) -> bytes:
+    """A serialized LbEndpoint: the shared part of a workload's replicas (health, weight,
+    metadata) serialized once, followed by this replica's address."""
     metadata = _metadata(push, ep)
-    if metadata is not None:
-        lb.metadata.CopyFrom(metadata)
-    return lb
+    templates = push.memo.setdefault(_LB_TEMPLATES, {})
+    assert isinstance(templates, dict)
+    key = (id(metadata), ep.weight)
+    prefix: bytes | None = templates.get(key)
+    if prefix is None:
+        template = ec_pb2.LbEndpoint(health_status=health_check_pb2.HEALTHY)
+        template.load_balancing_weight.value = ep.weight
+        if metadata is not None:
+            template.metadata.CopyFrom(metadata)
+        prefix = templates[key] = template.SerializeToString()
+    socket = length_delimited(_SOCKET_ADDRESS, ep.address.encode()) + _PORT_TAG + varint(ep.port)
+    address = length_delimited(_ADDRESS_SOCKET, socket)
+    return prefix + length_delimited(_LB_ENDPOINT, length_delimited(_ENDPOINT_ADDRESS, address))
+
+
+_LOCALITIES = "endpoints.localities"
+_LB_ENDPOINT = field_number(ec_pb2.LbEndpoint.DESCRIPTOR, "endpoint")
+_ENDPOINT_ADDRESS = field_number(ec_pb2.Endpoint.DESCRIPTOR, "address")
+_ADDRESS_SOCKET = field_number(address_pb2.Address.DESCRIPTOR, "socket_address")
+_SOCKET_ADDRESS = field_number(address_pb2.SocketAddress.DESCRIPTOR, "address")
+# port_value is a varint field: tag = number << 3 | 0
+_PORT_TAG = varint(field_number(address_pb2.SocketAddress.DESCRIPTOR, "port_value") << 3)
+_LB_TEMPLATES = "endpoints.lb_templates"
 
 
 def _metadata(push: PushContext, ep: Endpoint) -> base_pb2.Metadata | None:

@@ -1,0 +1,43 @@
+"""Protobuf wire format, for assembling a message from serialized parts.
+
+Upb makes Python-side message construction and deep copies the dominant cost of generation.
+A message whose parts are already serialized (and cached) is assembled by concatenating
+length-delimited fields, then parsed once in C: concatenated serializations of the same
+message type merge exactly as `MergeFrom` does (singular fields: last wins; sub-messages:
+merged; repeated fields: appended).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from google.protobuf.descriptor import Descriptor
+
+__all__ = ["field_number", "length_delimited", "varint"]
+
+_WIRE_LENGTH_DELIMITED = 2
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+@lru_cache(maxsize=4096)
+def _tag(number: int) -> bytes:
+    return varint(number << 3 | _WIRE_LENGTH_DELIMITED)
+
+
+def length_delimited(number: int, payload: bytes) -> bytes:
+    """A string, bytes or sub-message field: tag, length, payload."""
+    return _tag(number) + varint(len(payload)) + payload
+
+
+def field_number(descriptor: Descriptor, name: str) -> int:
+    """The field's number, looked up by name so that a schema change cannot go unnoticed."""
+    number: int = descriptor.fields_by_name[name].number
+    return number
