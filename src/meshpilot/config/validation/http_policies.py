@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 
+from meshpilot.config.istio.grpc_status import GRPC_STATUS_NAMES
 from meshpilot.config.istio.virtual_service import (
     CorsPolicy,
     FaultAbort,
@@ -72,27 +73,7 @@ HTTP_STATUS_CODES = frozenset(
         *(*range(500, 509), 510, 511),
     }
 )
-GRPC_STATUSES = frozenset(
-    {
-        "OK",
-        "CANCELLED",
-        "UNKNOWN",
-        "INVALID_ARGUMENT",
-        "DEADLINE_EXCEEDED",
-        "NOT_FOUND",
-        "ALREADY_EXISTS",
-        "PERMISSION_DENIED",
-        "RESOURCE_EXHAUSTED",
-        "FAILED_PRECONDITION",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNIMPLEMENTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-        "UNAUTHENTICATED",
-    }
-)
+GRPC_STATUSES = frozenset(GRPC_STATUS_NAMES)
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "CONNECT", "OPTIONS", "TRACE")
 _KB, _MB = 1024, 1024 * 1024
 

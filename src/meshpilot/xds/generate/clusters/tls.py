@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from envoy.config.core.v3 import base_pb2, config_source_pb2, grpc_service_pb2
+from envoy.config.core.v3 import base_pb2
 from envoy.extensions.transport_sockets.tls.v3 import common_pb2, secret_pb2, tls_pb2
 from envoy.type.matcher.v3 import string_pb2
 
 from meshpilot.config.istio.destination_rule import ClientTLSSettings
-from meshpilot.xds.names import SDS_CLUSTER, SDS_DEFAULT, SDS_ROOTCA, credential_resource
-from meshpilot.xds.protos import Filters, duration, pack
+from meshpilot.xds.generate.sds_config import agent_sds, credential_sds
+from meshpilot.xds.names import CACERT_SUFFIX, SDS_DEFAULT, SDS_ROOTCA
+from meshpilot.xds.protos import Filters, pack
 
 __all__ = [
     "ALPN_IN_MESH",
     "ALPN_IN_MESH_H2",
     "FILE_ROOT_SYSTEM",
-    "agent_sds",
     "upstream_tls_socket",
 ]
 
@@ -24,33 +24,6 @@ ALPN_IN_MESH = ("istio",)
 ALPN_IN_MESH_H2 = ("istio", "h2")
 # The agent serves these SDS names from local files (Istio's file-based SDS naming).
 FILE_ROOT_SYSTEM = "file-root:system"
-
-
-def agent_sds(name: str) -> secret_pb2.SdsSecretConfig:
-    """An SDS secret served by the proxy agent over the `sds-grpc` cluster (a Unix socket)."""
-    source = config_source_pb2.ConfigSource(
-        api_config_source=config_source_pb2.ApiConfigSource(
-            api_type=config_source_pb2.ApiConfigSource.GRPC,
-            set_node_on_first_message_only=True,
-            transport_api_version=config_source_pb2.V3,
-            grpc_services=[
-                grpc_service_pb2.GrpcService(
-                    envoy_grpc=grpc_service_pb2.GrpcService.EnvoyGrpc(cluster_name=SDS_CLUSTER)
-                )
-            ],
-        ),
-        initial_fetch_timeout=duration(0),
-        resource_api_version=config_source_pb2.V3,
-    )
-    return secret_pb2.SdsSecretConfig(name=name, sds_config=source)
-
-
-def _ads_sds(name: str) -> secret_pb2.SdsSecretConfig:
-    """A credentialName secret from the control plane (Istio sets no fetch timeout here)."""
-    source = config_source_pb2.ConfigSource(
-        ads=config_source_pb2.AggregatedConfigSource(), resource_api_version=config_source_pb2.V3
-    )
-    return secret_pb2.SdsSecretConfig(name=name, sds_config=source)
 
 
 def _san_matchers(names: Sequence[str]) -> list[common_pb2.SubjectAltNameMatcher]:
@@ -94,7 +67,7 @@ def upstream_tls_socket(
         if tls.mode == "MUTUAL":
             if tls.credential_name:
                 common.tls_certificate_sds_secret_configs.append(
-                    _ads_sds(credential_resource(tls.credential_name))
+                    credential_sds(tls.credential_name)
                 )
             else:
                 common.tls_certificate_sds_secret_configs.append(
@@ -102,7 +75,7 @@ def upstream_tls_socket(
                 )
         if not tls.insecure_skip_verify:
             if tls.credential_name:
-                root = _ads_sds(credential_resource(tls.credential_name, cacert=True))
+                root = credential_sds(tls.credential_name + CACERT_SUFFIX)
             elif tls.ca_certificates:
                 root = agent_sds(f"file-root:{tls.ca_certificates}")
             else:

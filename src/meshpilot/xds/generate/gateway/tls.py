@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from envoy.config.core.v3 import base_pb2, config_source_pb2, grpc_service_pb2
+from envoy.config.core.v3 import base_pb2
 from envoy.extensions.transport_sockets.tls.v3 import common_pb2, secret_pb2, tls_pb2
 from envoy.type.matcher.v3 import string_pb2
 
 from meshpilot.config.istio.gateway import ServerTLSSettings
 from meshpilot.xds import names
-from meshpilot.xds.protos import Filters, boolean, duration, pack
+from meshpilot.xds.generate.sds_config import agent_sds, credential_sds
+from meshpilot.xds.protos import Filters, boolean, pack
 
 __all__ = [
     "ALPN_DOWNSTREAM",
@@ -66,44 +67,6 @@ _TLS_VERSIONS = {
     "TLSV1_2": common_pb2.TlsParameters.TLSv1_2,
     "TLSV1_3": common_pb2.TlsParameters.TLSv1_3,
 }
-
-
-def agent_sds(name: str) -> secret_pb2.SdsSecretConfig:
-    """A secret the proxy agent serves over `sds-grpc`. Only `default` and `ROOTCA` carry
-    `initial_fetch_timeout: 0s` (Istio's preconfigured configs)."""
-    source = config_source_pb2.ConfigSource(
-        api_config_source=config_source_pb2.ApiConfigSource(
-            api_type=config_source_pb2.ApiConfigSource.GRPC,
-            set_node_on_first_message_only=True,
-            transport_api_version=config_source_pb2.V3,
-            grpc_services=[
-                grpc_service_pb2.GrpcService(
-                    envoy_grpc=grpc_service_pb2.GrpcService.EnvoyGrpc(
-                        cluster_name=names.SDS_CLUSTER
-                    )
-                )
-            ],
-        ),
-        resource_api_version=config_source_pb2.V3,
-    )
-    if name in (names.SDS_DEFAULT, names.SDS_ROOTCA):
-        source.initial_fetch_timeout.CopyFrom(duration(0))
-    return secret_pb2.SdsSecretConfig(name=name, sds_config=source)
-
-
-def credential_sds(credential_name: str) -> secret_pb2.SdsSecretConfig:
-    """A credentialName served by the control plane over ADS. No initial_fetch_timeout: a
-    missing Secret must not hold the listener back (Istio's SDSAdsConfig)."""
-    if credential_name == names.BUILTIN_CREDENTIAL_PREFIX:
-        return agent_sds(names.SDS_DEFAULT)
-    if credential_name == names.BUILTIN_CREDENTIAL_PREFIX + names.CACERT_SUFFIX:
-        return agent_sds(names.SDS_ROOTCA)
-    resource = names.credential_sds_name(credential_name)
-    source = config_source_pb2.ConfigSource(
-        ads=config_source_pb2.AggregatedConfigSource(),
-        resource_api_version=config_source_pb2.V3,
-    )
-    return secret_pb2.SdsSecretConfig(name=resource, sds_config=source)
 
 
 def filter_cipher_suites(suites: Sequence[str]) -> list[str]:

@@ -9,6 +9,7 @@ from envoy.extensions.filters.http.fault.v3 import fault_pb2
 from envoy.type.matcher.v3 import string_pb2
 from envoy.type.v3 import percent_pb2
 
+from meshpilot.config.istio.grpc_status import GRPC_STATUS_CODES
 from meshpilot.config.istio.virtual_service import (
     CorsPolicy,
     FaultAbort,
@@ -21,27 +22,7 @@ from meshpilot.xds.protos import boolean, duration
 
 __all__ = ["cors_policy", "fault", "fraction_of_hundred", "fraction_of_percent"]
 
-# gRPC status names Istio accepts in `abort.grpcStatus` (grpc.SupportedGRPCStatus).
-_GRPC_STATUS_NAMES = (
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-)
-GRPC_STATUS = {name: code for code, name in enumerate(_GRPC_STATUS_NAMES)}
+GRPC_STATUS = GRPC_STATUS_CODES
 
 
 def fraction_of_percent(p: Percent) -> percent_pb2.FractionalPercent:
