@@ -1,0 +1,64 @@
+"""Settings: every tunable of meshpilot, read once (by the CLI) and passed down, frozen.
+
+Library code never reads the environment; `Settings.from_env()` is the one place that does,
+called from cli/. Defaults are Istio's.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+__all__ = ["Ports", "Settings"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    """Istio's well-known ports (DESIGN.md)."""
+
+    xds_plaintext: int = 15010  # control plane: gRPC xDS
+    xds_tls: int = 15012  # control plane: xDS + CA over mTLS
+    monitoring: int = 15014  # control plane: debug HTTP + Prometheus metrics
+    webhook: int = 15017  # control plane: injection webhook
+    envoy_admin: int = 15000  # proxy: Envoy admin, loopback only
+    outbound_capture: int = 15001
+    inbound_capture: int = 15006
+    agent_status: int = 15020
+    health: int = 15021  # proxy: /healthz/ready
+    prometheus: int = 15090  # proxy: /stats/prometheus
+    proxy_uid: int = 1337  # the proxy's UID, excluded from capture
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    ports: Ports = Ports()
+    # Control plane binds here; loopback unless told otherwise.
+    listen_address: str = "127.0.0.1"
+    # Debounce: a burst of changes becomes one push after this much quiet (Istio's
+    # PILOT_DEBOUNCE_AFTER), and never waits longer than debounce_max.
+    debounce_after: float = 0.100
+    debounce_max: float = 10.0
+    push_concurrency: int = 25  # Istio's PILOT_PUSH_THROTTLE on 2 cores
+    file_poll_interval: float = 0.2  # seconds between checks of watched files
+    cache_assertions: bool = False  # rebuild on every cache hit and compare (tests)
+    trust_domain: str = "cluster.local"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Istio's environment variable names where they exist."""
+        env = os.environ if env is None else env
+        settings = cls()
+        if "PILOT_DEBOUNCE_AFTER" in env:
+            settings = replace(settings, debounce_after=_seconds(env["PILOT_DEBOUNCE_AFTER"]))
+        if "PILOT_DEBOUNCE_MAX" in env:
+            settings = replace(settings, debounce_max=_seconds(env["PILOT_DEBOUNCE_MAX"]))
+        if "PILOT_PUSH_THROTTLE" in env:
+            settings = replace(settings, push_concurrency=int(env["PILOT_PUSH_THROTTLE"]))
+        return settings
+
+
+def _seconds(text: str) -> float:
+    from meshpilot.config.duration import parse_duration
+
+    return parse_duration(text) / 1e9
