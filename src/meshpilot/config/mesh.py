@@ -8,6 +8,7 @@ from pydantic import ConfigDict, Field
 
 from meshpilot.config.base import ApiModel
 from meshpilot.config.duration import Duration
+from meshpilot.config.istio.virtual_service import HTTPRetry
 
 __all__ = ["MeshConfig", "ProxyConfig"]
 
@@ -65,3 +66,5 @@ class MeshConfig(ApiModel):
     enable_prometheus_merge: bool = True
     tcp_keepalive: dict[str, Any] | None = None
     service_settings: list[dict[str, Any]] = Field(default_factory=list)
+    # Replaces Istio's built-in retry policy for routes whose VirtualService sets none.
+    default_http_retry_policy: HTTPRetry | None = None

@@ -6,6 +6,9 @@ from pydantic import Field
 
 from meshpilot.config.base import ApiModel, TopLevel
 from meshpilot.config.istio.common import NetworkingWorkloadSelector
+from meshpilot.config.istio.destination_rule import ConnectionPoolSettings
+from meshpilot.config.istio.gateway import ServerTLSSettings
+from meshpilot.config.istio.virtual_service import Destination
 
 __all__ = ["IstioEgressListener", "Sidecar", "SidecarSpec"]
 
@@ -29,13 +32,13 @@ class IstioIngressListener(ApiModel):
     bind: str = ""
     capture_mode: str = ""
     default_endpoint: str = ""
-    tls: dict[str, object] | None = None
-    connection_pool: dict[str, object] | None = None
+    tls: ServerTLSSettings | None = None
+    connection_pool: ConnectionPoolSettings | None = None
 
 
 class OutboundTrafficPolicy(ApiModel):
     mode: str = "ALLOW_ANY"
-    egress_proxy: dict[str, object] | None = None
+    egress_proxy: Destination | None = None
 
 
 class SidecarSpec(ApiModel):
@@ -43,7 +46,7 @@ class SidecarSpec(ApiModel):
     ingress: list[IstioIngressListener] = Field(default_factory=list)
     egress: list[IstioEgressListener] = Field(default_factory=list)
     outbound_traffic_policy: OutboundTrafficPolicy | None = None
-    inbound_connection_pool: dict[str, object] | None = None
+    inbound_connection_pool: ConnectionPoolSettings | None = None
 
 
 class Sidecar(TopLevel):

@@ -86,6 +86,8 @@ class HTTPRetry(ApiModel):
     per_try_timeout: Duration | None = None
     retry_on: str = ""
     retry_remote_localities: bool | None = None
+    retry_ignore_previous_hosts: bool | None = None
+    backoff: Duration | None = None
 
 
 class Percent(ApiModel):

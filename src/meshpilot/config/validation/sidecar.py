@@ -3,7 +3,6 @@ ValidateSidecar and its helpers)."""
 
 from __future__ import annotations
 
-from meshpilot.config.istio.destination_rule import ConnectionPoolSettings
 from meshpilot.config.istio.gateway import ServerTLSSettings
 from meshpilot.config.istio.sidecar import (
     IstioEgressListener,
@@ -12,7 +11,6 @@ from meshpilot.config.istio.sidecar import (
     Sidecar,
     SidecarPort,
 )
-from meshpilot.config.istio.virtual_service import Destination
 from meshpilot.config.validation.common import (
     Path,
     Problems,
@@ -29,7 +27,6 @@ from meshpilot.config.validation.common import (
 from meshpilot.config.validation.destinations import subset_name_error
 from meshpilot.config.validation.gateway import check_server_tls
 from meshpilot.config.validation.hostnames import namespaced_host_errors
-from meshpilot.config.validation.loose_parts import parse_part
 from meshpilot.config.validation.traffic_policy import check_connection_pool
 
 __all__ = ["validate_sidecar"]
@@ -58,8 +55,7 @@ def validate_sidecar(sidecar: Sidecar, p: Problems) -> None:
         _check_ingress(p, (*SPEC, "ingress", index), listener, ports)
     if spec.inbound_connection_pool is not None:
         where = (*SPEC, "inboundConnectionPool")
-        pool = parse_part(p, where, ConnectionPoolSettings, spec.inbound_connection_pool)
-        check_connection_pool(p, where, pool)
+        check_connection_pool(p, where, spec.inbound_connection_pool)
     _check_egress(p, sidecar)
     if spec.outbound_traffic_policy is not None:
         _check_outbound(p, (*SPEC, "outboundTrafficPolicy"), spec.outbound_traffic_policy)
@@ -93,7 +89,7 @@ def _check_ingress(
         _check_ingress_tls(p, (*path, "tls"), listener.tls)
     if listener.connection_pool is not None:
         where = (*path, "connectionPool")
-        pool = parse_part(p, where, ConnectionPoolSettings, listener.connection_pool)
+        pool = listener.connection_pool
         check_connection_pool(p, where, pool)
         protocol = listener.port.protocol
         if pool is not None and pool.http is not None and protocol.lower() not in _HTTP:
@@ -119,10 +115,7 @@ def _default_endpoint_error(endpoint: str) -> str | None:
     return None
 
 
-def _check_ingress_tls(p: Problems, path: Path, data: dict[str, object]) -> None:
-    tls = parse_part(p, path, ServerTLSSettings, data)
-    if tls is None:
-        return
+def _check_ingress_tls(p: Problems, path: Path, tls: ServerTLSSettings) -> None:
     for field, value in (
         ("subjectAltNames", tls.subject_alt_names),
         ("httpsRedirect", tls.https_redirect),
@@ -210,9 +203,7 @@ def _check_outbound(p: Problems, path: Path, policy: OutboundTrafficPolicy) -> N
     if policy.mode != "ALLOW_ANY":
         p.error(where, "sidecar: egressProxy must be set only with ALLOW_ANY outbound traffic mode")
         return
-    proxy = parse_part(p, where, Destination, policy.egress_proxy)
-    if proxy is None:
-        return
+    proxy = policy.egress_proxy
     p.add((*where, "host"), fqdn_error(proxy.host))
     if proxy.port is None:
         p.error((*where, "port"), "sidecar: egressProxy port is required")

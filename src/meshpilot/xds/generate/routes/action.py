@@ -149,7 +149,7 @@ def apply_route_action(ctx: RouteContext, out: rc.Route, route: HTTPRoute, autho
         consistent_hash = _single(ctx, out, action, route.route[0])
     else:
         _weighted(ctx, action, route)
-    policy = retry_policy(route.retries, consistent_hash)
+    policy = retry_policy(route.retries or ctx.push.mesh.default_http_retry_policy, consistent_hash)
     if policy is not None:
         action.retry_policy.CopyFrom(policy)
     return True

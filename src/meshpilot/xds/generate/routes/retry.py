@@ -40,12 +40,14 @@ def _build_default_retry_policy(consistent_hash: bool) -> rc.RetryPolicy:
         retry_on=DEFAULT_RETRY_ON, num_retries=u32(2), host_selection_retry_max_attempts=5
     )
     if not consistent_hash:
-        policy.retry_host_predicate.append(
-            rc.RetryPolicy.RetryHostPredicate(
-                name=PREVIOUS_HOSTS, typed_config=pack(previous_hosts_pb2.PreviousHostsPredicate())
-            )
-        )
+        policy.retry_host_predicate.append(_previous_hosts())
     return policy
+
+
+def _previous_hosts() -> rc.RetryPolicy.RetryHostPredicate:
+    return rc.RetryPolicy.RetryHostPredicate(
+        name=PREVIOUS_HOSTS, typed_config=pack(previous_hosts_pb2.PreviousHostsPredicate())
+    )
 
 
 _TEMPLATES = {flag: _build_default_retry_policy(flag) for flag in (False, True)}
@@ -65,7 +67,8 @@ def _parse_retry_on(retry_on: str) -> tuple[str, list[int]]:
 
 
 def retry_policy(retries: HTTPRetry | None, consistent_hash: bool) -> rc.RetryPolicy | None:
-    """Istio's ConvertPolicy: no `retries` -> default; `attempts: 0` -> no retry policy."""
+    """Istio's ConvertPolicy: no `retries` -> default; `attempts: 0` -> no retry policy.
+    Callers pass the mesh's defaultHttpRetryPolicy when the route sets no `retries`."""
     out = default_retry_policy(consistent_hash)
     if retries is None:
         return out
@@ -81,6 +84,12 @@ def retry_policy(retries: HTTPRetry | None, consistent_hash: bool) -> rc.RetryPo
             out.retry_on += ",retriable-status-codes"
     if retries.per_try_timeout is not None:
         out.per_try_timeout.CopyFrom(duration(retries.per_try_timeout))
+    if retries.retry_ignore_previous_hosts is not None:
+        out.ClearField("retry_host_predicate")
+        if retries.retry_ignore_previous_hosts:
+            out.retry_host_predicate.append(_previous_hosts())
+    if retries.backoff is not None:
+        out.retry_back_off.base_interval.CopyFrom(duration(retries.backoff))
     if retries.retry_remote_localities:
         out.retry_priority.CopyFrom(
             rc.RetryPolicy.RetryPriority(

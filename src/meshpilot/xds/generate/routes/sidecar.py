@@ -24,7 +24,7 @@ from meshpilot.xds.generate.routes.context import RouteContext
 from meshpilot.xds.generate.routes.delegate import http_routes
 from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
 from meshpilot.xds.generate.routes.http_route import translate_virtual_service
-from meshpilot.xds.generate.routes.retry import default_retry_policy
+from meshpilot.xds.generate.routes.retry import default_retry_policy, retry_policy
 from meshpilot.xds.generate.routes.virtual_hosts import VirtualHostGroup, build_virtual_hosts
 from meshpilot.xds.protos import boolean, u32
 
@@ -182,7 +182,10 @@ def default_route(svc: Service, port: int, push: PushContext, proxy: Proxy) -> r
         decorator=rc.Decorator(operation=xds_names.trace_operation(svc.hostname, port)),
     )
     route.route.cluster = xds_names.outbound_cluster(port, "", svc.hostname)
-    route.route.retry_policy.CopyFrom(default_retry_policy())
+    mesh_default = push.mesh.default_http_retry_policy
+    retries = default_retry_policy() if mesh_default is None else retry_policy(mesh_default, False)
+    if retries is not None:
+        route.route.retry_policy.CopyFrom(retries)
     set_timeout(route.route, None)
     bound = push.destination_rule(proxy, svc)
     policy = hash_policy(service_hash(bound.obj.model if bound else None, port))
