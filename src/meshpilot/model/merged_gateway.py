@@ -280,8 +280,13 @@ def merge_gateways(
 
 
 def merged_gateway_for(push: PushContext, proxy: Proxy) -> MergedGateway | None:
-    """The merged gateway of a gateway proxy; None when no Gateway selects it."""
-    gateways = select_gateways(push, proxy)
-    if not gateways:
-        return None
-    return merge_gateways(gateways, push.service_targets(proxy))
+    """The merged gateway of a gateway proxy; None when no Gateway selects it. Replicas of a
+    gateway share it: it depends on the pod's labels (selectors) and IPs (target ports)."""
+    memo = push.memo.setdefault("merged_gateway", {})
+    assert isinstance(memo, dict)
+    key = (proxy.namespace, frozenset(proxy.labels.items()), proxy.ip_addresses)
+    if key not in memo:
+        gateways = select_gateways(push, proxy)
+        memo[key] = merge_gateways(gateways, push.service_targets(proxy)) if gateways else None
+    found: MergedGateway | None = memo[key]
+    return found
