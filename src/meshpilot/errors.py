@@ -3,7 +3,16 @@
     MeshpilotError                 base of everything below
     ├── InputError                 a file could not be read or parsed at all (names the file)
     ├── ProxyNotFoundError         --proxy names no Pod (or WorkloadEntry) in the input
-    └── EnvoyError                 the Envoy binary is missing or refused a configuration
+    ├── EnvoyError                 the Envoy binary is missing or refused a configuration
+    ├── CaptureConfigError         (capture/rules.py) istio-iptables flags that cannot work
+    ├── CommandError               (runtime/commands.py) ip/iptables failed: command, stderr
+    ├── HostSupportError           (runtime/commands.py) not root, or ip/iptables missing
+    ├── NetworkError               (runtime/network.py) no free subnet, bridge problems
+    ├── PodError                   (runtime/pod.py) a pod could not start or stop
+    └── ClusterError               (runtime/cluster.py) pods of one run: names, teardown
+
+Exceptions raised by one module live in that module; all derive from MeshpilotError, so the
+CLI prints them as one line.
 
 Per-object problems in otherwise readable input are never raised: they are returned as
 `config.diagnostics.Diagnostic` values so that the rest of the input keeps translating.

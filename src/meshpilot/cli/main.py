@@ -9,6 +9,7 @@ import click
 
 from meshpilot import __version__
 from meshpilot.cli.analyze import analyze
+from meshpilot.cli.iptables import iptables
 from meshpilot.cli.translate import translate
 from meshpilot.errors import MeshpilotError
 
@@ -31,6 +32,7 @@ def version() -> None:
 
 cli.add_command(translate)
 cli.add_command(analyze)
+cli.add_command(iptables)
 
 
 def main() -> None:
