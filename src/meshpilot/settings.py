@@ -43,6 +43,9 @@ class Settings:
     file_poll_interval: float = 0.2  # seconds between checks of watched files
     cache_assertions: bool = False  # rebuild on every cache hit and compare (tests)
     trust_domain: str = "cluster.local"
+    # Also serve plaintext xDS on this Unix socket (Envoys in other network namespaces
+    # share the filesystem, not the loopback); empty: TCP only.
+    xds_uds: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

@@ -9,7 +9,9 @@ import click
 
 from meshpilot import __version__
 from meshpilot.cli.analyze import analyze
+from meshpilot.cli.discovery import discovery
 from meshpilot.cli.iptables import iptables
+from meshpilot.cli.proxy import proxy
 from meshpilot.cli.translate import translate
 from meshpilot.errors import MeshpilotError
 
@@ -32,7 +34,9 @@ def version() -> None:
 
 cli.add_command(translate)
 cli.add_command(analyze)
+cli.add_command(discovery)
 cli.add_command(iptables)
+cli.add_command(proxy)
 
 
 def main() -> None:

@@ -11,6 +11,9 @@ from meshpilot.config.objects import ConfigObject
 from meshpilot.registry.model import Locality
 from meshpilot.registry.workloads import locality_from_labels, pod_workload_name
 
+# The Istio version meshpilot's proxies report (node metadata ISTIO_VERSION).
+ISTIO_VERSION = "1.28.0"
+
 __all__ = ["Proxy", "ProxyType", "parse_node_id", "proxy_from_pod"]
 
 
@@ -29,7 +32,7 @@ class Proxy:
     service_account: str = "default"
     workload_name: str = ""
     locality: Locality = field(default_factory=Locality)
-    istio_version: str = "1.28.0"
+    istio_version: str = ISTIO_VERSION
     # interceptionMode NONE: no iptables capture; outbound listeners bind on 127.0.0.1.
     intercept: bool = True
     dns_domain: str = ""

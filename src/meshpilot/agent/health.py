@@ -1,0 +1,150 @@
+"""The agent's status server (15020) and its readiness probe, as pilot-agent's.
+
+`/healthz/ready` answers 200 once Envoy has its first configuration from the control plane
+and is serving, and 503 before (or while the agent drains). Envoy's static listener 15021
+routes `/healthz/ready` here (cluster `agent`), so a probe of 15021 also proves Envoy serves.
+
+Readiness is decided as pilot-agent's probe decides it (`status/ready/probe.go`):
+1. Envoy has received config: `cluster_manager.cds.update_success` and
+   `listener_manager.lds.update_success` are both non-zero;
+2. Envoy is initialized: `server.state` is LIVE (0) and `listener_manager.workers_started`
+   is 1.
+Each holds for the life of one Envoy process once seen, so it is remembered until Envoy is
+restarted (`reset()`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from meshpilot.agent.admin import EnvoyAdmin
+from meshpilot.errors import EnvoyError, MeshpilotError
+
+__all__ = ["ReadinessProbe", "StatusServer"]
+
+log = logging.getLogger(__name__)
+
+_CONFIG_STATS = r"^(cluster_manager\.cds|listener_manager\.lds)\.(update_success|update_rejected)$"
+_LIVE_STATS = r"^(server\.state|listener_manager\.workers_started)$"
+_SERVER_STATES = {0: "LIVE", 1: "DRAINING", 2: "PRE_INITIALIZING", 3: "INITIALIZING"}
+
+
+class ReadinessProbe:
+    def __init__(self, admin: EnvoyAdmin) -> None:
+        self._admin = admin
+        self._config_received = False
+        self._live_once = False
+        self._draining = False
+
+    def reset(self) -> None:
+        """A new Envoy process: it must receive its configuration again."""
+        self._config_received = False
+        self._live_once = False
+
+    def set_draining(self) -> None:
+        self._draining = True
+
+    async def check(self) -> str | None:
+        """None when ready, else why not (the 503 body)."""
+        if self._draining:
+            return "server is not live, current state is: DRAINING"
+        try:
+            return await self._config_status() or await self._envoy_status()
+        except EnvoyError as exc:
+            return str(exc)
+
+    async def _config_status(self) -> str | None:
+        if self._config_received:
+            return None
+        stats = await self._admin.stats(_CONFIG_STATS)
+        cds = stats.get("cluster_manager.cds.update_success", 0)
+        lds = stats.get("listener_manager.lds.update_success", 0)
+        if cds > 0 and lds > 0:
+            self._config_received = True
+            return None
+        summary = (
+            f"cds updates: {cds} successful, "
+            f"{stats.get('cluster_manager.cds.update_rejected', 0)} rejected; "
+            f"lds updates: {lds} successful, "
+            f"{stats.get('listener_manager.lds.update_rejected', 0)} rejected"
+        )
+        return f"config not received from XDS server (is the control plane running?): {summary}"
+
+    async def _envoy_status(self) -> str | None:
+        if self._live_once:
+            return None
+        stats = await self._admin.stats(_LIVE_STATS)
+        state = stats.get("server.state")
+        if state is not None and state != 0:
+            return f"server is not live, current state is: {_SERVER_STATES.get(state, state)}"
+        if stats.get("listener_manager.workers_started") != 1:
+            return "workers have not yet started"
+        self._live_once = True
+        return None
+
+
+class StatusServer:
+    """A minimal asyncio HTTP/1.1 server: GET /healthz/ready; 404 for anything else."""
+
+    def __init__(self, probe: ReadinessProbe, port: int, host: str = "0.0.0.0") -> None:
+        self._probe = probe
+        self._host = host
+        self._port = port
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        if self._server is None or not self._server.sockets:
+            return self._port
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        try:
+            self._server = await asyncio.start_server(self._handle, self._host, self._port)
+        except OSError as exc:
+            raise MeshpilotError(
+                f"agent status server cannot listen on {self._host}:{self._port}: {exc.strerror}"
+            ) from exc
+        log.info("status server listening on %s:%d", self._host, self.port)
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
+            method, path = _request_line(request)
+            status, body = await self._respond(method, path)
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + (b"" if method == "HEAD" else body)
+            )
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    async def _respond(self, method: str, path: str) -> tuple[str, bytes]:
+        if path.split("?", 1)[0] != "/healthz/ready":
+            return "404 Not Found", b"not found\n"
+        if method not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", b"method not allowed\n"
+        reason = await self._probe.check()
+        if reason is None:
+            return "200 OK", b""
+        return "503 Service Unavailable", (reason + "\n").encode()
+
+
+def _request_line(request: bytes) -> tuple[str, str]:
+    parts = request.split(b"\r\n", 1)[0].decode("latin-1").split()
+    if len(parts) < 2:
+        return "", ""
+    return parts[0], parts[1]

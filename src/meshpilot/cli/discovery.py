@@ -1,0 +1,91 @@
+"""`meshpilot discovery`: the control plane (istiod's pilot-discovery) over watched files."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from dataclasses import replace
+
+import click
+
+from meshpilot.cli.common import files_option
+from meshpilot.config.duration import parse_duration
+from meshpilot.discovery import run_discovery
+from meshpilot.errors import MeshpilotError
+from meshpilot.settings import Settings
+
+__all__ = ["discovery"]
+
+
+def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return parse_duration(value) / 1e9
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from exc
+
+
+@click.command()
+@files_option
+@click.option(
+    "--listen-address",
+    metavar="IP",
+    help="Address the xDS and monitoring ports bind to.  [default: 127.0.0.1]",
+)
+@click.option("--xds-port", type=int, help="Plaintext gRPC xDS port.  [default: 15010]")
+@click.option("--monitoring-port", type=int, help="HTTP debug and metrics port.  [default: 15014]")
+@click.option(
+    "--xds-uds",
+    metavar="PATH",
+    help="Also serve plaintext xDS on this Unix socket (for proxies in other network namespaces).",
+)
+@click.option(
+    "--debounce",
+    callback=_duration,
+    metavar="DURATION",
+    help="Quiet time that ends a burst of changes before a push, e.g. 100ms "
+    "(Istio's PILOT_DEBOUNCE_AFTER).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+)
+def discovery(
+    filenames: tuple[str, ...],
+    listen_address: str | None,
+    xds_port: int | None,
+    monitoring_port: int | None,
+    xds_uds: str | None,
+    debounce: float | None,
+    log_level: str,
+) -> None:
+    """Serve Envoy configuration (ADS, SotW and Delta) for the config in the files, and
+    push changes to connected proxies as the files change."""
+    settings = Settings.from_env()
+    ports = settings.ports
+    if xds_port is not None:
+        ports = replace(ports, xds_plaintext=xds_port)
+    if monitoring_port is not None:
+        ports = replace(ports, monitoring=monitoring_port)
+    settings = replace(settings, ports=ports)
+    if listen_address:
+        settings = replace(settings, listen_address=listen_address)
+    if xds_uds:
+        settings = replace(settings, xds_uds=xds_uds)
+    if debounce is not None:
+        settings = replace(settings, debounce_after=debounce)
+    logging.basicConfig(
+        level=log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        asyncio.run(run_discovery(filenames, settings))
+    except MeshpilotError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve: {exc}") from exc

@@ -1,0 +1,82 @@
+"""The monitoring port's pages: istiod's debug API, readiness and Prometheus metrics."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from meshpilot.config.diagnostics import Severity
+from meshpilot.discovery.http import HttpRequest, HttpResponse, Route
+from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
+from meshpilot.store.base import ConfigStore
+from meshpilot.xds import debug
+from meshpilot.xds.server import DiscoveryServer
+
+__all__ = ["debug_routes"]
+
+_JSON = "application/json"
+_METRICS = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _json(data: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(status, (json.dumps(data, indent=2) + "\n").encode(), _JSON)
+
+
+def debug_routes(server: DiscoveryServer, store: ConfigStore) -> dict[str, Route]:
+    async def syncz(_: HttpRequest) -> HttpResponse:
+        return _json(debug.syncz(server.connections.values()))
+
+    async def configz(_: HttpRequest) -> HttpResponse:
+        return _json(debug.configz(store.snapshot(), server.push_context))
+
+    async def registryz(_: HttpRequest) -> HttpResponse:
+        return _json(debug.registryz(server.push_context))
+
+    async def config_dump(request: HttpRequest) -> HttpResponse:
+        proxy_id = request.param("proxyID")
+        if not proxy_id:
+            return _json({"error": "proxyID=<pod>.<namespace> is required"}, 400)
+        proxy = _find_proxy(server, proxy_id, request.param("type"))
+        if proxy is None:
+            return _json({"error": f"no connected proxy and no Pod {proxy_id!r}"}, 404)
+        return _json(debug.config_dump(server.push_context, proxy))
+
+    async def ready(_: HttpRequest) -> HttpResponse:
+        return HttpResponse.text("ok\n") if server.ready else HttpResponse.text("not ready\n", 503)
+
+    async def metrics(_: HttpRequest) -> HttpResponse:
+        snapshot = store.snapshot()
+        errors = sum(1 for d in snapshot.diagnostics if d.severity is Severity.ERROR)
+        server.metrics.config_errors.set(value=errors + (1 if snapshot.error else 0))
+        return HttpResponse(200, server.metrics.render().encode(), _METRICS)
+
+    routes: dict[str, Route] = {
+        "/debug/syncz": syncz,
+        "/debug/configz": configz,
+        "/debug/registryz": registryz,
+        "/debug/config_dump": config_dump,
+        "/ready": ready,
+        "/metrics": metrics,
+    }
+
+    async def index(_: HttpRequest) -> HttpResponse:
+        return HttpResponse.text("".join(f"{path}\n" for path in sorted(routes)))
+
+    routes["/"] = routes["/debug"] = index
+    return routes
+
+
+def _find_proxy(server: DiscoveryServer, proxy_id: str, type_name: str | None) -> Proxy | None:
+    """A connected proxy of that id (the last to connect), else one for the Pod of that name."""
+    connected = [c for c in server.connections.values() if c.proxy.id == proxy_id]
+    if connected and not type_name:
+        return connected[-1].proxy
+    name, _, namespace = proxy_id.partition(".")
+    pod = server.push_context.pod(namespace or "default", name)
+    if pod is None:
+        return connected[-1].proxy if connected else None
+    try:
+        proxy_type = ProxyType(type_name or "sidecar")
+    except ValueError:
+        proxy_type = ProxyType.SIDECAR
+    return proxy_from_pod(pod, proxy_type, server.push_context.domain_suffix)

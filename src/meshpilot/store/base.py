@@ -1,0 +1,66 @@
+"""The ConfigStore interface: typed, validated objects by key, snapshots and change events.
+
+Backends (watched files here; a writable directory, etcd and the Kubernetes API later) hold
+every object by (kind, namespace, name). Nothing downstream sees an invalid object: a source
+that reads one keeps the last good version of it and reports the problem as a Diagnostic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from meshpilot.config.diagnostics import Diagnostic
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
+from meshpilot.config.mesh import MeshConfig
+from meshpilot.config.objects import ConfigObject
+
+__all__ = ["MESH_KEY", "ChangeEvent", "ChangeHandler", "ConfigStore", "StoreSnapshot"]
+
+# The key a change of the mesh settings is reported under.
+MESH_KEY = ConfigKey(Kind.MESH_CONFIG, "", "mesh")
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeEvent:
+    """Objects that were added, changed or removed, and the store version that has them."""
+
+    keys: frozenset[ConfigKey]
+    store_version: int
+
+
+ChangeHandler = Callable[[ChangeEvent], None]
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSnapshot:
+    """One consistent version of the store: what a PushContext is built from."""
+
+    version: int
+    objects: Mapping[ConfigKey, ConfigObject[Any]] = field(default_factory=dict)
+    mesh: MeshConfig = field(default_factory=MeshConfig)
+    # Problems of the latest read; objects they name keep their last good version.
+    diagnostics: tuple[Diagnostic, ...] = ()
+    # Keys served from an earlier read because their current source is invalid.
+    stale: frozenset[ConfigKey] = frozenset()
+    # Set when the latest read failed as a whole: everything is the last good version.
+    error: str | None = None
+
+    def of_kind(self, kind: Kind) -> list[ConfigObject[Any]]:
+        return [obj for key, obj in sorted(self.objects.items()) if key.kind is kind]
+
+
+class ConfigStore(Protocol):
+    """What the control plane (and later GitOps) needs from a store."""
+
+    def snapshot(self) -> StoreSnapshot:
+        """The current version; cheap, and never changes after it is returned."""
+        ...
+
+    def get(self, key: ConfigKey) -> ConfigObject[Any] | None: ...
+
+    def subscribe(self, handler: ChangeHandler) -> None:
+        """Call `handler` (on the store's event loop) after every change."""
+        ...

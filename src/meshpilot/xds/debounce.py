@@ -1,0 +1,78 @@
+"""Debounce: a burst of config changes becomes one push (Istio's `debounce()`).
+
+Requests are merged until `after` seconds pass with no new one, or `max_delay` seconds after
+the first; then the merged request is pushed. Only one push runs at a time: changes that
+arrive meanwhile are merged into the next one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from meshpilot.xds.push_request import PushRequest
+
+__all__ = ["Debouncer"]
+
+log = logging.getLogger(__name__)
+
+PushFn = Callable[[PushRequest], Awaitable[None]]
+
+
+class Debouncer:
+    def __init__(
+        self,
+        push: PushFn,
+        after: float,
+        max_delay: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._push = push
+        self.after = after
+        self.max_delay = max_delay
+        self._clock = clock
+        self._pending: PushRequest | None = None
+        self._first = 0.0  # when the pending burst started
+        self._last = 0.0  # when its latest request arrived
+        self._wake = asyncio.Event()
+        self.events = 0  # requests received
+        self.pushes = 0  # merged pushes started
+
+    @property
+    def pending(self) -> PushRequest | None:
+        return self._pending
+
+    def enqueue(self, req: PushRequest) -> None:
+        """Add a request; never blocks (called from change handlers)."""
+        now = self._clock()
+        if self._pending is None:
+            self._pending, self._first = req, now
+        else:
+            self._pending = self._pending.merge(req)
+        self._last = now
+        self.events += 1
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Push merged requests until cancelled."""
+        while True:
+            await self._wake.wait()
+            if self._pending is None:
+                self._wake.clear()
+                continue
+            now = self._clock()
+            quiet, waited = now - self._last, now - self._first
+            if quiet < self.after and waited < self.max_delay:
+                await asyncio.sleep(min(self.after - quiet, self.max_delay - waited))
+                continue
+            req, self._pending = self._pending, None
+            self._wake.clear()
+            self.pushes += 1
+            try:
+                await self._push(req)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a failed push must not stop later ones
+                log.exception("push failed")

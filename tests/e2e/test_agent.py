@@ -1,0 +1,228 @@
+"""`meshpilot proxy sidecar|router` with the real Envoy: readiness, restart, drain, proxy UID.
+
+Every agent runs on free loopback ports and is stopped by the fixture's finalizer, with any
+Envoy it started; so is the control plane (`meshpilot discovery`) where a test needs one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from tests.e2e.agent_harness import (
+    AgentFactory,
+    agent_factory,
+    free_ports,
+    http_get,
+    listening_addresses,
+    process_ids,
+    wait_for,
+)
+
+pytestmark = pytest.mark.envoy
+
+DRAIN = 1.0  # --termination-drain-duration in these tests
+
+
+@pytest.fixture
+def start_agent(tmp_path: Path) -> Iterator[AgentFactory]:
+    yield from agent_factory(tmp_path, DRAIN)
+
+
+def test_sidecar_is_not_ready_without_a_control_plane(start_agent: AgentFactory) -> None:
+    agent = start_agent("sidecar", "--interception-mode", "NONE", "--label", "app=demo")
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
+    # Envoy waits for its first CDS/LDS (initial_fetch_timeout 0s, as Istio): not LIVE yet.
+    status, body = http_get(agent.ports.envoy_admin, "/ready")
+    assert status == 503 and "INITIALIZING" in body
+    status, body = http_get(agent.ports.agent_status, "/healthz/ready")
+    assert status == 503 and "config not received" in body
+    # Envoy opens 15021 only once initialized, so a probe there fails as in Istio.
+    assert http_get(agent.ports.health, "/healthz/ready")[0] != 200
+    # Admin on loopback only.
+    assert listening_addresses(agent.ports.envoy_admin) == {"127.0.0.1"}
+    boot = json.loads((agent.work_dir / "envoy-rev.json").read_text())
+    assert boot["node"]["id"] == "sidecar~127.0.0.1~demo-1.default~default.svc.cluster.local"
+    assert boot["node"]["metadata"]["INTERCEPTION_MODE"] == "NONE"
+    assert process_ids(agent.envoy_pid())[0] == os.getuid()  # NONE: no proxy UID
+
+
+def test_envoy_is_restarted_after_sigkill(start_agent: AgentFactory) -> None:
+    agent = start_agent("sidecar", "--interception-mode", "NONE")
+    first = wait_for(agent.envoy_pid, "Envoy started")
+    os.kill(first, signal.SIGKILL)
+    second = wait_for(lambda: (pid := agent.envoy_pid()) != first and pid, "Envoy restarted")
+    assert second != first
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin again")
+    assert agent.proc.poll() is None
+
+
+def test_agent_gives_up_after_its_restart_budget(start_agent: AgentFactory) -> None:
+    agent = start_agent("sidecar", "--interception-mode", "NONE", "--max-restarts", "1")
+    first = wait_for(agent.envoy_pid, "Envoy started")
+    os.kill(first, signal.SIGKILL)
+    second = wait_for(lambda: (pid := agent.envoy_pid()) != first and pid, "Envoy restarted")
+    os.kill(second, signal.SIGKILL)
+    assert agent.proc.wait(timeout=10) == 1
+    assert "gave up after 1 restarts" in agent.log.read_text()
+
+
+def test_sigterm_drains_then_exits_zero(start_agent: AgentFactory) -> None:
+    agent = start_agent("sidecar", "--interception-mode", "NONE")
+    envoy = wait_for(agent.envoy_pid, "Envoy started")
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
+    started = time.monotonic()
+    agent.proc.send_signal(signal.SIGTERM)
+    status, _ = wait_for(
+        lambda: (
+            (r := http_get(agent.ports.agent_status, "/healthz/ready")) and "DRAINING" in r[1] and r
+        ),
+        "readiness reports draining",
+    )
+    assert status == 503
+    assert agent.proc.wait(timeout=DRAIN + 8) == 0
+    elapsed = time.monotonic() - started
+    assert DRAIN - 0.2 <= elapsed < DRAIN + 5, elapsed
+    assert not Path(f"/proc/{envoy}").exists(), "Envoy outlived its agent"
+    log = agent.log.read_text()
+    assert "/drain_listeners?inboundonly&graceful" in log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="running Envoy as UID 1337 needs root")
+def test_capturing_sidecar_runs_envoy_as_proxy_uid(start_agent: AgentFactory) -> None:
+    agent = start_agent("sidecar")  # interception REDIRECT: run as 1337 by default
+    envoy = wait_for(agent.envoy_pid, "Envoy started")
+    assert process_ids(envoy) == (1337, 1337)
+    assert agent.work_dir.stat().st_uid == 1337
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
+
+
+def test_router_runs_as_the_current_user_and_drains_everything(start_agent: AgentFactory) -> None:
+    agent = start_agent("router", "--pod", "gw-1.istio-system")
+    envoy = wait_for(agent.envoy_pid, "Envoy started")
+    assert process_ids(envoy) == (os.getuid(), os.getgid())
+    boot = json.loads((agent.work_dir / "envoy-rev.json").read_text())
+    assert boot["node"]["id"].startswith("router~127.0.0.1~gw-1.istio-system~")
+    assert "INTERCEPTION_MODE" not in boot["node"]["metadata"]
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
+    agent.proc.send_signal(signal.SIGTERM)
+    assert agent.proc.wait(timeout=DRAIN + 8) == 0
+    assert "/drain_listeners?graceful" in agent.log.read_text()
+
+
+MESH = """\
+apiVersion: v1
+kind: Namespace
+metadata: {{name: default}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: demo, namespace: default, labels: {{app: demo}}}}
+spec:
+  clusterIP: 10.96.7.7
+  selector: {{app: demo}}
+  ports:
+  - {{name: http, port: {port}, targetPort: {port}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: demo-1, namespace: default, labels: {{app: demo}}}}
+spec:
+  containers:
+  - {{name: app, image: demo, ports: [{{containerPort: {port}}}]}}
+status:
+  podIP: 127.0.0.1
+"""
+
+
+@pytest.fixture
+def start_discovery(tmp_path: Path) -> Iterator[Callable[..., None]]:
+    """`meshpilot discovery` on the given loopback port over a one-pod mesh (pod IP
+    127.0.0.1, a service on a free port, since a NONE sidecar binds it on 127.0.0.1)."""
+    pytest.importorskip("meshpilot.xds.server")
+    cli = pytest.importorskip("meshpilot.cli.discovery")
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(xds: int, *extra: str) -> None:
+        monitoring, service = free_ports(2)
+        mesh = tmp_path / "mesh.yaml"
+        mesh.write_text(MESH.format(port=service))
+        code = f"from {cli.__name__} import discovery; discovery()"
+        args = ["-f", str(mesh), "--xds-port", str(xds), "--monitoring-port", str(monitoring)]
+        args += extra
+        with (tmp_path / "discovery.log").open("wb") as log:
+            procs.append(
+                subprocess.Popen([sys.executable, "-c", code, *args], stdout=log, stderr=log)
+            )
+        wait_for(lambda: http_get(monitoring, "/ready")[0] == 200, "discovery ready")
+
+    yield start
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("xds_type", ["DELTA_GRPC", "GRPC"])
+def test_ready_once_config_arrives(
+    start_agent: AgentFactory, start_discovery: Callable[..., None], xds_type: str
+) -> None:
+    xds_port = free_ports(1)[0]
+    agent = start_agent(
+        "sidecar",
+        "--interception-mode", "NONE", "--label", "app=demo", "--xds-type", xds_type,
+        discovery_port=xds_port,
+    )  # fmt: skip
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
+    assert http_get(agent.ports.agent_status, "/healthz/ready")[0] == 503
+    # The control plane comes up where the agent looks for it; Envoy reconnects.
+    start_discovery(xds_port)
+    wait_for(lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200, "ready via 15021")
+    assert http_get(agent.ports.agent_status, "/healthz/ready")[0] == 200
+    status, body = http_get(agent.ports.prometheus, "/stats/prometheus")
+    assert status == 200 and "envoy_server_live" in body
+
+
+@pytest.mark.parametrize("mode", ["NONE", "REDIRECT"])
+def test_envoy_never_outlives_a_killed_agent(start_agent: AgentFactory, mode: str) -> None:
+    """SIGKILL leaves the agent no chance to clean up: Envoy gets SIGKILL from the kernel
+    (parent-death signal), also when it runs as the proxy UID."""
+    agent = start_agent("sidecar", "--interception-mode", mode)
+    envoy = wait_for(agent.envoy_pid, "Envoy started")
+    agent.proc.kill()
+    agent.proc.wait(timeout=5)
+    wait_for(lambda: not Path(f"/proc/{envoy}").exists(), "Envoy gone", timeout=5)
+
+
+def test_two_agents_with_hot_restart_base_ids_coexist(start_agent: AgentFactory) -> None:
+    """Without --base-id Envoy runs with hot restart disabled (Istio's way); with it, each
+    Envoy needs its own shared-memory base id, which --use-dynamic-base-id picks."""
+    first = start_agent("sidecar", "--interception-mode", "NONE", "--use-dynamic-base-id")
+    second = start_agent("router", "--pod", "gw-1.istio-system", "--use-dynamic-base-id")
+    for agent in (first, second):
+        wait_for(lambda a=agent: http_get(a.ports.envoy_admin, "/ready")[0] is not None, "admin")
+        assert agent.proc.poll() is None
+
+
+def test_ready_over_the_control_planes_unix_socket(
+    start_agent: AgentFactory, start_discovery: Callable[..., None], tmp_path: Path
+) -> None:
+    """`--discovery-address unix:<path>`: how a pod in another network namespace reaches the
+    control plane on the same host (xds-grpc is then a pipe, as in Istio's bootstrap)."""
+    socket_path = tmp_path / "xds.sock"
+    start_discovery(free_ports(1)[0], "--xds-uds", str(socket_path))
+    agent = start_agent(
+        "sidecar", "--interception-mode", "NONE", "--label", "app=demo",
+        "--discovery-address", f"unix://{socket_path}",
+    )  # fmt: skip
+    wait_for(lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200, "ready via 15021")
