@@ -12,6 +12,8 @@ from meshpilot.cli.analyze import analyze
 from meshpilot.cli.discovery import discovery
 from meshpilot.cli.iptables import iptables
 from meshpilot.cli.proxy import proxy
+from meshpilot.cli.proxy_config import proxy_config
+from meshpilot.cli.proxy_status import proxy_status
 from meshpilot.cli.translate import translate
 from meshpilot.errors import MeshpilotError
 
@@ -37,6 +39,8 @@ cli.add_command(analyze)
 cli.add_command(discovery)
 cli.add_command(iptables)
 cli.add_command(proxy)
+cli.add_command(proxy_status)
+cli.add_command(proxy_config)
 
 
 def main() -> None:

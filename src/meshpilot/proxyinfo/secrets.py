@@ -1,0 +1,111 @@
+"""`proxy-config secret`: istioctl's summary (RESOURCE NAME, TYPE, STATUS, VALID CERT,
+SERIAL NUMBER, NOT AFTER, NOT BEFORE), read from the certificates with `cryptography`.
+
+Only certificates are read: a workload certificate chain, or a trust bundle. Private keys
+are never decoded or shown (Envoy and the control plane redact them anyway).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from cryptography import x509
+
+from meshpilot.proxyinfo.dump import ConfigDump, DumpedSecret
+from meshpilot.proxyinfo.fields import JsonObject, obj, text
+from meshpilot.proxyinfo.table import Table
+
+__all__ = ["COLUMNS", "CertInfo", "SecretRow", "read_certificate", "secret_rows", "secret_table"]
+
+COLUMNS = (
+    "RESOURCE NAME", "TYPE", "STATUS", "VALID CERT", "SERIAL NUMBER", "NOT AFTER", "NOT BEFORE",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class CertInfo:
+    """The first certificate of a PEM chain or bundle."""
+
+    is_ca: bool
+    serial_number: str  # lowercase hex, as istioctl prints it
+    not_before: datetime
+    not_after: datetime
+
+    def valid_at(self, now: datetime) -> bool:
+        return self.not_before <= now <= self.not_after
+
+
+@dataclass(frozen=True, slots=True)
+class SecretRow:
+    name: str
+    status: str
+    cert: CertInfo | None
+
+    def cells(self, now: datetime) -> tuple[str, ...]:
+        if self.cert is None:
+            return self.name, "", self.status, "false", "", "", ""
+        cert = self.cert
+        return (
+            self.name,
+            "CA" if cert.is_ca else "Cert Chain",
+            self.status,
+            "true" if cert.valid_at(now) else "false",
+            cert.serial_number,
+            _rfc3339(cert.not_after),
+            _rfc3339(cert.not_before),
+        )
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _data_source(source: JsonObject) -> bytes:
+    """A DataSource's inline content (config_dump writes bytes as base64)."""
+    if encoded := text(source, "inline_bytes"):
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            return b""
+    return text(source, "inline_string").encode()
+
+
+def _pem_of(secret: JsonObject) -> bytes:
+    chain = _data_source(obj(secret, "tls_certificate", "certificate_chain"))
+    return chain or _data_source(obj(secret, "validation_context", "trusted_ca"))
+
+
+def read_certificate(pem: bytes) -> CertInfo | None:
+    """The first certificate in `pem`, or None if there is none that parses."""
+    if b"-----BEGIN CERTIFICATE-----" not in pem:
+        return None
+    try:
+        cert = x509.load_pem_x509_certificates(pem)[0]
+    except ValueError:
+        return None
+    try:
+        is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
+    except (x509.ExtensionNotFound, ValueError):
+        is_ca = False
+    return CertInfo(
+        is_ca=is_ca,
+        serial_number=f"{cert.serial_number:x}",
+        not_before=cert.not_valid_before_utc,
+        not_after=cert.not_valid_after_utc,
+    )
+
+
+def secret_rows(dump: ConfigDump) -> list[SecretRow]:
+    return [_row(secret) for secret in dump.secrets()]
+
+
+def _row(dumped: DumpedSecret) -> SecretRow:
+    return SecretRow(dumped.name, dumped.status, read_certificate(_pem_of(dumped.secret)))
+
+
+def secret_table(dump: ConfigDump, now: datetime | None = None) -> Table:
+    moment = now or datetime.now(UTC)
+    return Table.of(COLUMNS, (row.cells(moment) for row in secret_rows(dump)))
