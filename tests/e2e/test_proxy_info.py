@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,7 +144,7 @@ def _rows(output: str, columns: tuple[str, ...]) -> list[list[str]]:
 def test_proxy_status_shows_the_sidecar_synced(mesh: ProxyMesh) -> None:
     result = _run(proxy_status, "--discovery", mesh.discovery_url)
     assert result.exit_code == 0, result.output
-    control_plane = f"127.0.0.1:{mesh.discovery.monitoring_port}"
+    control_plane = f"meshpilot-{socket.gethostname()}"  # the control plane's own id
     rows = _rows(result.stdout, status.SUMMARY_COLUMNS)
     assert len(rows) == 1 and rows[0][:8] == [
         PROXY, "Kubernetes", "SYNCED", "SYNCED", "SYNCED", "SYNCED", "IGNORED", control_plane,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 from meshpilot.config.diagnostics import Severity
@@ -23,8 +24,10 @@ def _json(data: Any, status: int = 200) -> HttpResponse:
 
 
 def debug_routes(server: DiscoveryServer, store: ConfigStore) -> dict[str, Route]:
+    control_plane_id = f"meshpilot-{socket.gethostname()}"
+
     async def syncz(_: HttpRequest) -> HttpResponse:
-        return _json(debug.syncz(server.connections.values()))
+        return _json(debug.syncz(server.connections.values(), control_plane_id))
 
     async def configz(_: HttpRequest) -> HttpResponse:
         return _json(debug.configz(store.snapshot(), server.push_context))

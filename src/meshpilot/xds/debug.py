@@ -56,7 +56,8 @@ def _watched(w: WatchedResource) -> dict[str, Any]:
     }
 
 
-def syncz(connections: Iterable[Connection]) -> list[dict[str, Any]]:
+def syncz(connections: Iterable[Connection], control_plane: str = "") -> list[dict[str, Any]]:
+    """`control_plane` is this control plane's id (istioctl's ISTIOD column)."""
     out = []
     for conn in sorted(connections, key=lambda c: c.id):
         entry: dict[str, Any] = {
@@ -65,6 +66,8 @@ def syncz(connections: Iterable[Connection]) -> list[dict[str, Any]]:
             "proxy_type": str(conn.proxy.type),
             "istio_version": conn.proxy.istio_version,
             "node_id": conn.node.node_id,
+            "cluster_id": conn.node.cluster_id,
+            "control_plane": control_plane,
             "stream": "delta" if conn.delta else "sotw",
             "peer": conn.peer,
             "connected_at": conn.connected_at.isoformat(),

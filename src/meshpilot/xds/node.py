@@ -39,6 +39,7 @@ class NodeInfo:
     workload_name: str = ""
     locality: Locality = field(default_factory=Locality)
     cluster: str = ""
+    cluster_id: str = "Kubernetes"  # node metadata CLUSTER_ID (Istio's default)
 
     @property
     def id(self) -> str:
@@ -68,6 +69,7 @@ def parse_node(node: base_pb2.Node) -> NodeInfo:
         service_account=_text(meta, "SERVICE_ACCOUNT"),
         interception_mode=(_text(meta, "INTERCEPTION_MODE") or "REDIRECT").upper(),
         istio_version=_text(meta, "ISTIO_VERSION"),
+        cluster_id=_text(meta, "CLUSTER_ID") or "Kubernetes",
         instance_ips=ips,
         workload_name=_text(meta, "WORKLOAD_NAME"),
         locality=Locality(node.locality.region, node.locality.zone, node.locality.sub_zone),
