@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic
+from meshpilot.config.kube.core import Secret
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Service
@@ -96,6 +97,14 @@ def _diagnostic(d: Diagnostic) -> dict[str, Any]:
     }
 
 
+def _public(model: Any) -> dict[str, Any]:
+    """An object for the debug page; Secret values never leave the process."""
+    if isinstance(model, Secret):
+        return model.public_dump()
+    dump: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    return dump
+
+
 def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]:
     """The objects in use (the last good version of invalid ones) and the latest problems."""
     objects = [
@@ -106,7 +115,7 @@ def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]
             "file": obj.origin.file,
             "line": obj.origin.line,
             "stale": key in snapshot.stale,
-            "object": obj.model.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+            "object": _public(obj.model),
         }
         for key, obj in sorted(snapshot.objects.items())
     ]

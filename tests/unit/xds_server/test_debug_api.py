@@ -70,3 +70,24 @@ def test_debug_pages() -> None:
             await discovery.stop(0)
 
     asyncio.run(asyncio.wait_for(scenario(), 30))
+
+
+def test_configz_never_shows_secret_values() -> None:
+    """The bookinfo credential's key and certificate stay out of the debug page."""
+    secret_file = (REPO / "examples" / "bookinfo" / "tls.yaml").read_text()
+    values = [line.split(": ", 1)[1] for line in secret_file.splitlines() if "tls." in line]
+
+    async def scenario() -> str:
+        settings = Settings(ports=Ports(xds_plaintext=0, monitoring=0))
+        discovery = Discovery([REPO / "examples" / "bookinfo"], settings)
+        await discovery.start()
+        try:
+            return (await _get(discovery.monitoring_port, "/debug/configz"))[2]
+        finally:
+            await discovery.stop()
+
+    body = asyncio.run(scenario())
+    assert values and not any(v in body for v in values)
+    secrets = [o for o in json.loads(body)["objects"] if o["kind"] == "Secret"]
+    credential = next(o for o in secrets if o["name"] == "bookinfo-credential")
+    assert credential["object"]["data"] == {"tls.crt": "[redacted]", "tls.key": "[redacted]"}
