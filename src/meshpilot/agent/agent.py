@@ -118,6 +118,8 @@ class ProxyAgent:
             wanted = self.options.captures
         if not wanted:
             return None
+        if os.geteuid() == self.options.ports.proxy_uid:
+            return None  # already the proxy user: Envoy inherits it
         if os.geteuid() != 0:
             log.warning(
                 "not running as root: Envoy runs as the current user, not UID %d",

@@ -9,6 +9,7 @@ import click
 
 from meshpilot import __version__
 from meshpilot.cli.analyze import analyze
+from meshpilot.cli.demo import demo
 from meshpilot.cli.discovery import discovery
 from meshpilot.cli.iptables import iptables
 from meshpilot.cli.proxy import proxy
@@ -36,6 +37,7 @@ def version() -> None:
 
 cli.add_command(translate)
 cli.add_command(analyze)
+cli.add_command(demo)
 cli.add_command(discovery)
 cli.add_command(iptables)
 cli.add_command(proxy)

@@ -98,10 +98,14 @@ def build_sidecar_scope(
     policy = mesh_outbound_policy
     if sidecar is not None:
         spec = sidecar.model.spec
-        egress = tuple(
-            EgressHost.parse(h, sidecar.namespace)
-            for listener in spec.egress
-            for h in listener.hosts
+        # A Sidecar without egress listeners keeps Istio's default egress: `*/*`.
+        egress = (
+            tuple(
+                EgressHost.parse(h, sidecar.namespace)
+                for listener in spec.egress
+                for h in listener.hosts
+            )
+            or None
         )
         if spec.outbound_traffic_policy is not None:
             policy = spec.outbound_traffic_policy.mode

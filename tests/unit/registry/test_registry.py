@@ -156,3 +156,26 @@ spec: {address: 172.16.0.10, labels: {app: other}}
     [ep] = push.registry.endpoints_of(svc, 80)
     assert (ep.address, ep.port, ep.workload_name) == ("172.16.0.9", 9090, "vm-1")
     assert svc.service_accounts == ("spiffe://cluster.local/ns/apps/sa/vm",)
+
+
+def test_sidecar_without_egress_keeps_the_default_egress() -> None:
+    """Istio: no egress listeners means `*/*`; only the outbound policy changes here."""
+    text = (
+        SERVICE
+        + """\
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: shop}
+spec:
+  outboundTrafficPolicy: {mode: REGISTRY_ONLY}
+"""
+    )
+    from meshpilot.model.proxy import ProxyType, proxy_from_pod
+
+    _, push = push_from_text(text)
+    pod = push.pod("shop", "web-down")
+    assert pod is not None
+    scope = push.sidecar_scope(proxy_from_pod(pod, ProxyType.SIDECAR))
+    assert [s.hostname for s in scope.services] == ["web.shop.svc.cluster.local"]
+    assert scope.outbound_policy == "REGISTRY_ONLY"

@@ -1,0 +1,62 @@
+"""How the demo runs: its options, the choice between network-namespace pods and the
+loopback fallback, and free ports."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+
+from meshpilot.demo.processes import DemoError
+from meshpilot.demo.topology import DemoPorts
+from meshpilot.runtime.commands import HostSupportError, require_host_support
+
+__all__ = ["DemoOptions", "free_port", "loopback_ports", "use_loopback"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DemoOptions:
+    cluster: str = "demo"  # runtime cluster name: namespaces mp-<cluster>-...
+    xds_port: int = 15010  # preferred; another free port if taken (0: any)
+    monitoring_port: int = 15014  # preferred; another free port if taken (0: any)
+    envoy_log_level: str = "warning"
+    debounce: str = "100ms"
+    ready_timeout: float = 90.0
+    loopback: bool | None = None  # None: pods if this machine can, else the loopback
+
+
+def free_port(preferred: int = 0) -> int:
+    """`preferred` if it is free on 127.0.0.1, else one the kernel picks (as the servers
+    bind: SO_REUSEADDR, so a closed connection's TIME_WAIT does not count)."""
+    for port in (preferred, 0) if preferred else (0,):
+        with socket.socket() as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(sock.getsockname()[1])
+    raise DemoError("no free port on 127.0.0.1")
+
+
+def loopback_ports() -> DemoPorts:
+    """Seven distinct free unprivileged ports. A gateway's Service port differs from its
+    listener port: the client sidecar binds the first on 127.0.0.1, the gateway the second
+    on 0.0.0.0, and both on one port would clash."""
+    ports: list[int] = []
+    while len(ports) < 7:
+        port = free_port()
+        if port not in ports:
+            ports.append(port)
+    http, tcp, external, ingress_service, ingress, egress_service, egress = ports
+    return DemoPorts(http, tcp, external, ingress_service, ingress, egress_service, egress)
+
+
+def use_loopback(wanted: bool | None) -> tuple[bool, str]:
+    """(loopback?, why): pods when this machine can run them (root, iproute2, iptables)."""
+    if wanted is not None:
+        return wanted, "asked for" if wanted else ""
+    try:
+        require_host_support()
+    except HostSupportError as exc:
+        return True, str(exc)
+    return False, ""

@@ -1,0 +1,240 @@
+"""The demo's pods: app, /etc/hosts, capture rules as istio-init installs them, the proxy
+agent, and readiness.
+
+In network namespaces (runtime.Pod) apps run as `nobody`; the agent runs as root inside the
+pod and starts Envoy as UID 1337 (what capture lets through) for sidecars; gateways
+(routers) have no capture. On the loopback fallback (hostpods.HostPod) everything runs as
+the demo's user and sidecars use interceptionMode NONE. Only what lives in the pods'
+namespaces and the host's loopback is ever contacted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Protocol
+
+from meshpilot.demo.processes import CAPTURE_FLAGS, DemoError, http_get, meshpilot_argv, tail
+from meshpilot.demo.topology import Role, Workload
+from meshpilot.runtime.netns import NETNS_ETC, write_netns_etc
+from meshpilot.runtime.pod import PodProcess, PodSpec, RunAs
+from meshpilot.settings import Ports
+
+__all__ = [
+    "NOBODY",
+    "AgentPorts",
+    "DemoPod",
+    "agent_argv",
+    "app_argv",
+    "install_capture",
+    "pod_spec",
+    "start_agent",
+    "stop_agents",
+    "wait_ready",
+    "write_hosts",
+]
+
+NOBODY = RunAs(65534, 65534)
+ROOT = RunAs(0, 0)
+AGENT_ROLE = "sidecar"  # runtime.Pod's name for the proxy process
+STATS_PREFIXES = ("cluster.outbound", "cluster.inbound", "http.", "listener.")
+_ISTIO = Ports()
+
+
+class DemoPod(Protocol):
+    """What the demo uses of a pod: runtime.pod.Pod, or hostpods.HostPod on the fallback."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def ip(self) -> IPv4Address: ...
+
+    netns: str
+    workdir: Path
+    processes: list[PodProcess]
+
+    def command(
+        self, argv: Sequence[str], run_as: RunAs | None = None, env: Mapping[str, str] | None = None
+    ) -> list[str]: ...
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        run_as: RunAs | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+    ) -> subprocess.CompletedProcess[str]: ...
+
+    def start_sidecar(
+        self, argv: Sequence[str], run_as: RunAs = ..., env: Mapping[str, str] | None = None
+    ) -> PodProcess: ...
+
+    def wait_listening(self, port: int, timeout: float = 5.0) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPorts:
+    """A proxy's own ports: Istio's in a pod; free ones when pods share the loopback."""
+
+    admin: int = _ISTIO.envoy_admin
+    status: int = _ISTIO.agent_status
+    health: int = _ISTIO.health
+    prometheus: int = _ISTIO.prometheus
+
+    def args(self) -> list[str]:
+        return [
+            "--admin-port", str(self.admin), "--status-port", str(self.status),
+            "--health-port", str(self.health), "--prometheus-port", str(self.prometheus),
+        ]  # fmt: skip
+
+
+def app_argv(python: str, script: Path, work: Workload) -> tuple[str, ...]:
+    if work.role not in (Role.HTTP, Role.TCP, Role.EXTERNAL):
+        return ()
+    kind = "tcp" if work.role is Role.TCP else "http"
+    argv = [python, str(script), kind, "--service", work.app, "--version", work.version]
+    argv += ["--pod", work.name, "--port", str(work.port)]
+    if work.call:
+        argv += ["--call", work.call]
+    if work.call_host:
+        argv += ["--call-host", work.call_host]
+    return tuple(argv)
+
+
+def pod_spec(work: Workload, python: str, script: Path, loopback_ip: str = "") -> PodSpec:
+    """In a namespace the app binds every address and runs as nobody (the external server,
+    outside the mesh, keeps root for port 80); on the loopback it binds its own address."""
+    app = app_argv(python, script, work)
+    if loopback_ip:
+        app = (*app, "--bind", loopback_ip) if app else ()
+        return PodSpec(name=work.name, namespace=work.namespace, ip=loopback_ip, app=app)
+    user = NOBODY if work.role is not Role.EXTERNAL else None
+    return PodSpec(
+        name=work.name, namespace=work.namespace, labels=work.labels, app=app, app_user=user
+    )
+
+
+def write_hosts(pod: DemoPod, entries: Mapping[str, Sequence[str]]) -> None:
+    """Add names to the pod's /etc/hosts (the runtime wrote its own name there)."""
+    current = (NETNS_ETC / pod.netns / "hosts").read_text()
+    extra = "".join(f"{ip}\t{' '.join(names)}\n" for ip, names in entries.items())
+    write_netns_etc(pod.netns, {"hosts": current + extra})
+
+
+def install_capture(pods: Iterable[DemoPod], timeout: float = 30.0) -> None:
+    """`meshpilot iptables ...` inside each pod, as istio-init does (in parallel)."""
+    running = [
+        (pod, subprocess.Popen(
+            pod.command(meshpilot_argv("iptables", *CAPTURE_FLAGS)),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        ))
+        for pod in pods
+    ]  # fmt: skip
+    failures = []
+    for pod, proc in running:
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+        if proc.returncode != 0:
+            failures.append(f"{pod.key}: {out.decode(errors='replace').strip()}")
+    if failures:
+        raise DemoError("meshpilot iptables failed: " + "; ".join(failures))
+
+
+def agent_argv(
+    work: Workload, pod: DemoPod, socket: Path, log_level: str, ports: AgentPorts | None
+) -> list[str]:
+    """`meshpilot proxy sidecar|router ...` for a pod; `ports` given: the loopback
+    fallback (these ports, interceptionMode NONE)."""
+    kind = "router" if work.role is Role.ROUTER else "sidecar"
+    labels = [arg for key, value in work.labels.items() for arg in ("--label", f"{key}={value}")]
+    extra = ports.args() if ports is not None else []
+    if ports is not None and kind == "sidecar":
+        extra += ["--interception-mode", "NONE"]
+    return meshpilot_argv(
+        "proxy", kind,
+        "--pod", work.key,
+        "--ip", str(pod.ip),
+        *labels,
+        "--service-account", work.app,
+        "--discovery-address", f"unix:{socket}",
+        "--concurrency", "1",
+        "--drain-time-s", "1",
+        "--parent-shutdown-time-s", "2",
+        "--termination-drain-duration", "100ms",
+        "--work-dir", str(pod.workdir / "proxy"),
+        "--log-level", log_level,
+        # Istio keeps per-cluster and per-listener stats off by default; the demo shows them
+        # (as the sidecar.istio.io/statsInclusionPrefixes annotation would).
+        *(arg for prefix in STATS_PREFIXES for arg in ("--stats-inclusion-prefix", prefix)),
+        *extra,
+    )  # fmt: skip
+
+
+def start_agent(
+    work: Workload, pod: DemoPod, socket: Path, log_level: str, ports: AgentPorts | None = None
+) -> PodProcess:
+    """The agent as root in the pod: it writes the bootstrap and runs Envoy, as UID 1337
+    for a capturing sidecar (so capture lets Envoy's own traffic out). On the loopback
+    fallback it runs as the demo's user."""
+    return pod.start_sidecar(agent_argv(work, pod, socket, log_level, ports), run_as=ROOT)
+
+
+def agent_process(pod: DemoPod) -> PodProcess | None:
+    return next((p for p in pod.processes if p.role == AGENT_ROLE), None)
+
+
+def _exited(pod: DemoPod) -> str:
+    for process in pod.processes:
+        if not process.running:
+            code = process.popen.returncode
+            return f"pod {pod.key}: its {process.role} exited with {code}:\n{tail(process.log)}"
+    return ""
+
+
+def wait_ready(
+    pods: Iterable[DemoPod], health_url: Callable[[DemoPod], str], timeout: float
+) -> None:
+    """Every pod's proxy ready (/healthz/ready on its health port, from the host); a
+    DemoError with the log of what failed otherwise."""
+    waiting = {pod.key: pod for pod in pods if agent_process(pod) is not None}
+    deadline = time.monotonic() + timeout
+    while waiting:
+        for key, pod in list(waiting.items()):
+            if problem := _exited(pod):
+                raise DemoError(problem)
+            if http_get(health_url(pod), 1)[0] == 200:
+                del waiting[key]
+        if waiting and time.monotonic() > deadline:
+            logs = [f"--- {k}:\n{tail(agent.log, 1500)}" for k, p in waiting.items()
+                    if (agent := agent_process(p)) is not None]  # fmt: skip
+            raise DemoError(
+                f"proxies not ready after {timeout:g}s: {sorted(waiting)}\n" + "\n".join(logs)
+            )
+        time.sleep(0.1)
+
+
+def wait_listening(pods: Iterable[tuple[DemoPod, int]], timeout: float = 10.0) -> None:
+    for pod, port in pods:
+        if port:
+            pod.wait_listening(port, timeout)
+
+
+def stop_agents(pods: Iterable[DemoPod], grace: float = 5.0) -> None:
+    """SIGTERM every agent at once (each drains and stops its Envoy), so that the cluster's
+    one-by-one teardown finds them gone."""
+    agents = [a for pod in pods if (a := agent_process(pod)) is not None and a.running]
+    for agent in agents:
+        agent.popen.terminate()
+    deadline = time.monotonic() + grace
+    for agent in agents:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # then the teardown kills it
+            agent.popen.wait(max(0.0, deadline - time.monotonic()))
