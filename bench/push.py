@@ -1,0 +1,730 @@
+"""B3: push convergence to N simulated ADS clients vs a bare grpc.aio fan-out, in one run.
+
+    python bench/push.py [--clients 100 1000] [--json bench/results/push.json]
+
+Three processes: `meshpilot discovery` watching a directory that holds the synthetic mesh
+(bench/synthetic_mesh.py), this orchestrator, and one client process (`--client-worker`)
+that runs N ADS streams (grpc.aio, one channel each) speaking SotW as Envoy does: CDS
+wildcard, then EDS for the clusters' service names, LDS wildcard, then RDS for the route
+names, every response ACKed with its version and nonce. Node ids are those of pods of the
+mesh (`sidecar~<ip>~<pod>.<ns>~<ns>.svc.cluster.local`), one per service, spread over the
+10 namespaces.
+
+Once every client is synced, for each change:
+  endpoint: a new Pod file in the watched directory (EDS push)
+  virtualservice: one VirtualService file rewritten (full push)
+the latency of a client is file write -> its last ACK of the resulting push; p50/p90/p99
+and max are over the clients. Baseline, same run: a bare grpc.aio server in this process
+pushes pre-serialized responses of exactly the sizes each client received to the same N
+streams and waits for their ACKs (same client process, same ACK timing). ratio = max / bare
+max. Also the discovery process's CPU seconds (/proc/<pid>/stat) and peak RSS (VmHWM).
+Targets (PERFORMANCE.md B3): ratio <= 2 at 1000 clients; endpoint p99 <= 300 ms including
+debounce; VirtualService p90 <= 1.5 s; RSS <= 1.5 GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import grpc
+from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.core.v3 import base_pb2
+from envoy.config.listener.v3 import listener_pb2
+from envoy.extensions.filters.network.http_connection_manager.v3 import (
+    http_connection_manager_pb2 as hcm_pb2,
+)
+from envoy.service.discovery.v3 import discovery_pb2
+from google.protobuf import any_pb2, struct_pb2
+
+from bench.synthetic_mesh import MeshShape, synthetic_mesh_yaml
+
+CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
+RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+SHORT = {CDS: "cds", EDS: "eds", LDS: "lds", RDS: "rds"}
+PADDING = "type.googleapis.com/bench.Padding"
+ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3."
+_DISCOVERY_CLI = (
+    "import sys; from meshpilot.cli.discovery import discovery; "
+    "discovery(sys.argv[1:], prog_name='meshpilot discovery')"
+)
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+CHANNEL_OPTIONS = [
+    ("grpc.use_local_subchannel_pool", 1),  # one connection per client, as Envoys have
+    ("grpc.max_receive_message_length", 256 * 1024 * 1024),
+]
+VS_CHANGED = 1  # the VirtualService the benchmark edits (kept out of mesh.yaml)
+
+
+# ---------------------------------------------------------------------------- clients
+
+
+def node_of(k: int, shape: MeshShape) -> tuple[str, str]:
+    """(node id, namespace) of the first pod of service k."""
+    ns = f"ns-{k % shape.namespaces}"
+    pod = f"svc-{k}-v1-5f6d7c8b9-p0000"
+    ip = f"10.{200 + k // 250}.{k % 250}.1"
+    return f"sidecar~{ip}~{pod}.{ns}~{ns}.svc.cluster.local", ns
+
+
+_NAMES_CACHE: dict[tuple[str, int], tuple[str, ...]] = {}
+
+
+def _cluster_eds_names(resources: Iterable[any_pb2.Any]) -> tuple[str, ...]:
+    names = []
+    for res in resources:
+        cluster = cluster_pb2.Cluster.FromString(res.value)
+        if cluster.type == cluster_pb2.Cluster.EDS:
+            names.append(cluster.eds_cluster_config.service_name or cluster.name)
+    return tuple(sorted(names))
+
+
+def _listener_route_names(resources: Iterable[any_pb2.Any]) -> tuple[str, ...]:
+    names = set()
+    for res in resources:
+        listener = listener_pb2.Listener.FromString(res.value)
+        chains = [*listener.filter_chains]
+        if listener.HasField("default_filter_chain"):
+            chains.append(listener.default_filter_chain)
+        for chain in chains:
+            for f in chain.filters:
+                if f.typed_config.type_url == HCM + "HttpConnectionManager":
+                    hcm = hcm_pb2.HttpConnectionManager.FromString(f.typed_config.value)
+                    if hcm.HasField("rds"):
+                        names.add(hcm.rds.route_config_name)
+    return tuple(sorted(names))
+
+
+def dependent_names(resp: discovery_pb2.DiscoveryResponse) -> tuple[str, ...] | None:
+    """EDS names of a CDS response, RDS names of an LDS one (cached: sidecars share them)."""
+    if resp.type_url not in (CDS, LDS) or (
+        resp.resources and resp.resources[0].type_url == PADDING
+    ):
+        return None
+    key = (resp.type_url, hash(tuple(r.value for r in resp.resources)))
+    if key not in _NAMES_CACHE:
+        fn = _cluster_eds_names if resp.type_url == CDS else _listener_route_names
+        _NAMES_CACHE[key] = fn(resp.resources)
+    return _NAMES_CACHE[key]
+
+
+@dataclass
+class Received:
+    type_url: str
+    size: int
+    recv: float
+    ack: float
+
+
+@dataclass
+class Client:
+    """One simulated Envoy: one channel, one ADS stream, SotW."""
+
+    node_id: str
+    namespace: str
+    bare: bool
+    names: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    versions: dict[str, tuple[str, str]] = field(default_factory=dict)
+    out: asyncio.Queue[discovery_pb2.DiscoveryRequest | None] = field(default_factory=asyncio.Queue)
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    log: list[Received] = field(default_factory=list)
+    recording: bool = False
+    last_recv: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def request(self, type_url: str, first: bool = False) -> discovery_pb2.DiscoveryRequest:
+        version, nonce = self.versions.get(type_url, ("", ""))
+        req = discovery_pb2.DiscoveryRequest(
+            type_url=type_url,
+            version_info=version,
+            response_nonce=nonce,
+            resource_names=self.names.get(type_url, ()),
+        )
+        if first:
+            req.node.CopyFrom(self.node())
+        return req
+
+    def node(self) -> base_pb2.Node:
+        meta = struct_pb2.Struct()
+        meta.update(
+            {
+                "NAMESPACE": self.namespace,
+                "ISTIO_VERSION": "1.28.0",
+                "INTERCEPTION_MODE": "REDIRECT",
+            }
+        )
+        return base_pb2.Node(id=self.node_id, cluster="bench", metadata=meta)
+
+    async def requests(self) -> AsyncIterator[discovery_pb2.DiscoveryRequest]:
+        yield self.request(CDS, first=True)
+        while (req := await self.out.get()) is not None:
+            yield req
+
+    def on_response(self, raw: bytes) -> None:
+        recv = time.monotonic()
+        resp = discovery_pb2.DiscoveryResponse.FromString(raw)
+        t = resp.type_url
+        self.versions[t] = (resp.version_info, resp.nonce)
+        deps = dependent_names(resp)
+        if deps is not None:
+            dep_type = EDS if t == CDS else RDS
+            if deps != self.names.get(dep_type):  # Envoy: subscribe first, then ACK
+                first_time = dep_type not in self.names
+                self.names[dep_type] = deps
+                if deps or not first_time:
+                    self.out.put_nowait(self.request(dep_type))
+        self.out.put_nowait(self.request(t))  # the ACK
+        if not self.bare and t == EDS and LDS not in self.names:
+            self.names[LDS] = ()
+            self.out.put_nowait(self.request(LDS))  # clusters warmed: listeners next
+        ack = time.monotonic()
+        self.last_recv = ack
+        if self.recording:
+            self.log.append(Received(t, len(raw), recv, ack))
+        if self.bare or RDS in self.versions or (LDS in self.versions and not self.names[RDS]):
+            self.synced.set()
+
+    async def run(self, target: str) -> None:
+        """Keep a stream open; a failed one is retried after a jittered backoff, as Envoy
+        does (e.g. calls the server left unaccepted for 30 s are cancelled by gRPC)."""
+        async with grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS) as channel:
+            method = channel.stream_stream(
+                f"/{ADS_SERVICE}/StreamAggregatedResources",
+                request_serializer=discovery_pb2.DiscoveryRequest.SerializeToString,
+                response_deserializer=None,  # raw bytes: parsed in on_response
+            )
+            while True:
+                self.names, self.versions, self.out = {}, {}, asyncio.Queue()
+                try:
+                    async for raw in method(self.requests()):
+                        self.on_response(raw)
+                    return
+                except grpc.aio.AioRpcError as exc:
+                    self.errors.append(f"{exc.code().name}: {exc.details()}")
+                await asyncio.sleep(0.5 + random.random())
+
+
+class Worker:
+    """The client process: JSON commands on stdin, JSON replies on stdout."""
+
+    def __init__(self) -> None:
+        self.clients: list[Client] = []
+        self.tasks: list[asyncio.Task[None]] = []
+        self.mark = 0.0
+
+    async def connect(self, target: str, n: int, bare: bool) -> dict[str, Any]:
+        shape = MeshShape()
+        started = time.monotonic()
+        self.clients = [Client(*node_of(k, shape), bare=bare) for k in range(n)]
+        self.tasks = [asyncio.create_task(c.run(target)) for c in self.clients]
+        waits = [asyncio.create_task(c.synced.wait()) for c in self.clients]
+        done, pending = await asyncio.wait(waits, timeout=600)
+        for task in pending:
+            task.cancel()
+        failed = [t for t in self.tasks if t.done() and t.exception()]
+        errors = [e for c in self.clients for e in c.errors]
+        return {
+            "synced": len(done),
+            "seconds": time.monotonic() - started,
+            "failed": [repr(t.exception()) for t in failed[:3]],
+            "stream_retries": len(errors),
+            "retry_reasons": sorted(set(errors))[:5],
+        }
+
+    def start_recording(self) -> dict[str, Any]:
+        self.mark = time.monotonic()
+        for c in self.clients:
+            c.log.clear()
+            c.recording = True
+        return {"mark": self.mark}
+
+    async def collect(self, quiet: float, timeout: float) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            everyone = all(c.log for c in self.clients)
+            last = max((c.last_recv for c in self.clients), default=0.0)
+            if everyone and now - last >= quiet:
+                break
+            await asyncio.sleep(0.05)
+        for c in self.clients:
+            c.recording = False
+        return {
+            "clients": {
+                c.node_id: [(r.type_url, r.size, r.recv, r.ack) for r in c.log]
+                for c in self.clients
+            }
+        }
+
+    async def close(self) -> dict[str, Any]:
+        for c in self.clients:
+            c.out.put_nowait(None)
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.clients, self.tasks = [], []
+        return {}
+
+    async def serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 20)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while line := await reader.readline():
+            cmd = json.loads(line)
+            op = cmd.pop("cmd")
+            if op == "exit":
+                break
+            if op == "connect":
+                reply = await self.connect(**cmd)
+            elif op == "mark":
+                reply = self.start_recording()
+            elif op == "collect":
+                reply = await self.collect(**cmd)
+            else:
+                reply = await self.close()
+            sys.stdout.write(json.dumps(reply) + "\n")
+            sys.stdout.flush()
+        await self.close()
+
+
+# ------------------------------------------------------------------ bare fan-out server
+
+
+def padded_response(type_url: str, size: int, nonce: str) -> bytes:
+    """A serialized DiscoveryResponse of exactly `size` bytes (or the smallest possible)."""
+    pad = max(size - 100, 0)
+    for _ in range(10):
+        resp = discovery_pb2.DiscoveryResponse(
+            version_info="bare", type_url=type_url, nonce=nonce,
+            resources=[any_pb2.Any(type_url=PADDING, value=b"x" * pad)],
+        )  # fmt: skip
+        raw: bytes = resp.SerializeToString()
+        if len(raw) == size or (pad == 0 and len(raw) > size):
+            break
+        pad = max(pad + size - len(raw), 0)
+    return raw
+
+
+class BareServer:
+    """ADS-shaped grpc.aio server: pushes pre-serialized bytes, counts the ACKs."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, asyncio.Queue[bytes | None]] = {}
+        self.pending = 0
+        self.all_acked = asyncio.Event()
+        self.server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        handler = grpc.stream_stream_rpc_method_handler(
+            self.stream,
+            request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
+            response_serializer=None,
+        )
+        self.server.add_generic_rpc_handlers(
+            [
+                grpc.method_handlers_generic_handler(
+                    ADS_SERVICE, {"StreamAggregatedResources": handler}
+                )
+            ]
+        )
+        self.port = self.server.add_insecure_port("127.0.0.1:0")
+
+    async def stream(
+        self, requests: AsyncIterator[discovery_pb2.DiscoveryRequest], context: Any
+    ) -> AsyncIterator[bytes]:
+        first = await anext(requests)
+        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.streams[first.node.id] = queue
+
+        async def read() -> None:
+            async for req in requests:
+                if req.response_nonce == "hello":
+                    continue
+                self.pending -= 1
+                if self.pending == 0:
+                    self.all_acked.set()
+
+        reader = asyncio.create_task(read())
+        try:
+            yield padded_response(first.type_url, 0, "hello")
+            while (raw := await queue.get()) is not None:
+                yield raw
+        finally:
+            reader.cancel()
+
+    def fan_out(self, plan: dict[str, list[bytes]]) -> None:
+        self.pending = sum(len(v) for v in plan.values())
+        self.all_acked.clear()
+        for node_id, responses in plan.items():
+            for raw in responses:
+                self.streams[node_id].put_nowait(raw)
+
+    async def stop(self) -> None:
+        for queue in self.streams.values():
+            queue.put_nowait(None)
+        await self.server.stop(0.5)
+
+
+# ---------------------------------------------------------------------------- orchestrator
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_status_mb(pid: int, key: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class Discovery:
+    def __init__(self, directory: Path, log: Path) -> None:
+        self.monitoring = free_port()
+        self.xds = free_port()
+        args = [sys.executable, "-c", _DISCOVERY_CLI, "-f", str(directory)]
+        args += ["--xds-port", str(self.xds), "--monitoring-port", str(self.monitoring)]
+        args += ["--debounce", "100ms", "--log-level", "warning"]
+        with log.open("wb") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        self.log = log
+
+    def ready(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"discovery exited {self.proc.returncode}: {self.log.read_text()}")
+        try:
+            with _OPENER.open(f"http://127.0.0.1:{self.monitoring}/ready", timeout=2) as reply:
+                return bool(reply.status == 200)
+        except OSError:
+            return False
+
+    def cpu(self) -> float:
+        return proc_cpu_seconds(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class WorkerProcess:
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, log: Path) -> WorkerProcess:
+        """The client process; its stderr (grpc.aio teardown noise included) goes to `log`."""
+        with log.open("wb") as err:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, str(Path(__file__).resolve()), "--client-worker",
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=err,
+                limit=1 << 30,
+            )  # fmt: skip
+        return cls(proc)
+
+    async def call(self, cmd: str, **kw: Any) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write((json.dumps({"cmd": cmd, **kw}) + "\n").encode())
+        await self.proc.stdin.drain()
+        line = await self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("client worker exited")
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    async def stop(self) -> None:
+        """Ask it to exit (it may be busy: no reply awaited), kill it after 10 s."""
+        if self.proc.returncode is None:
+            assert self.proc.stdin is not None
+            with contextlib.suppress(Exception):
+                self.proc.stdin.write(b'{"cmd": "exit"}\n')
+                self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+def pod_yaml(name: str, ns: str, ip: str) -> str:
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata:
+  name: {name}
+  namespace: {ns}
+  labels: {{app: svc-5, version: v1, security.istio.io/tlsMode: istio}}
+spec: {{serviceAccountName: svc-5}}
+status: {{podIP: {ip}}}
+"""
+
+
+def vs_yaml(weight: int) -> str:
+    ns = f"ns-{VS_CHANGED % MeshShape().namespaces}"
+    return f"""\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: svc-{VS_CHANGED}, namespace: {ns}}}
+spec:
+  hosts: [svc-{VS_CHANGED}]
+  http:
+  - route:
+    - destination: {{host: svc-{VS_CHANGED}, port: {{number: 8080}}, subset: v1}}
+      weight: {weight}
+    - destination: {{host: svc-{VS_CHANGED}, port: {{number: 8080}}, subset: v2}}
+      weight: {100 - weight}
+"""
+
+
+def write_mesh(directory: Path) -> None:
+    """mesh.yaml without VirtualService svc-1, which lives in vs.yaml (the one edited)."""
+    docs = synthetic_mesh_yaml(MeshShape()).split("---\n")
+    marker = f"kind: VirtualService\nmetadata: {{name: svc-{VS_CHANGED}, "
+    docs = [d for d in docs if marker not in d]
+    (directory / "mesh.yaml").write_text("---\n".join(docs))
+    (directory / "vs.yaml").write_text(vs_yaml(80))
+    (directory / "pod-bench.yaml").unlink(missing_ok=True)  # left by an earlier run
+
+
+def write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.rename(path)
+
+
+def percentile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q / 100 * len(s) + 0.5) - 1))]
+
+
+def latency_stats(log: dict[str, list[Any]], t0: float) -> dict[str, Any]:
+    lat = [max(r[3] for r in recs) - t0 for recs in log.values() if recs]
+    first = [min(r[2] for r in recs) - t0 for recs in log.values() if recs]
+    types: dict[str, int] = {}
+    total = 0
+    for recs in log.values():
+        for r in recs:
+            types[SHORT.get(r[0], r[0])] = types.get(SHORT.get(r[0], r[0]), 0) + 1
+            total += r[1]
+    if not lat:
+        return {"clients_reached": 0}
+    return {
+        "clients_reached": len(lat),
+        "first_response_s": min(first),
+        "p50_s": percentile(lat, 50),
+        "p90_s": percentile(lat, 90),
+        "p99_s": percentile(lat, 99),
+        "max_s": max(lat),
+        "responses": types,
+        "bytes": total,
+    }
+
+
+async def measure_bare(
+    worker: WorkerProcess, plan_sizes: dict[str, list[tuple[str, int]]], n: int
+) -> dict[str, Any]:
+    bare = BareServer()
+    await bare.server.start()
+    try:
+        await worker.call("connect", target=f"127.0.0.1:{bare.port}", n=n, bare=True)
+        cache: dict[tuple[str, int, int], bytes] = {}  # equal sizes share one buffer
+
+        def response(t: str, size: int, i: int) -> bytes:
+            if (t, size, i) not in cache:
+                cache[t, size, i] = padded_response(t, size, f"n{i}")
+            return cache[t, size, i]
+
+        plan = {
+            node: [response(t, size, i) for i, (t, size) in enumerate(sizes)]
+            for node, sizes in plan_sizes.items()
+        }
+        await worker.call("mark")
+        t0 = time.monotonic()
+        bare.fan_out(plan)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(bare.all_acked.wait(), 600)
+        server_seen = time.monotonic() - t0
+        got = await worker.call("collect", quiet=0.3, timeout=600)
+        stats = latency_stats(got["clients"], t0)
+        stats["server_all_acked_s"] = server_seen
+        return stats
+    finally:
+        await worker.call("close")
+        await bare.stop()
+
+
+async def change(
+    worker: WorkerProcess, discovery: Discovery, write: Any, timeout: float
+) -> tuple[dict[str, Any], dict[str, list[tuple[str, int]]]]:
+    await worker.call("mark")
+    cpu0 = discovery.cpu()
+    t0 = time.monotonic()
+    write()
+    got = await worker.call("collect", quiet=1.5, timeout=timeout)
+    stats = latency_stats(got["clients"], t0)
+    stats["cpu_s"] = discovery.cpu() - cpu0  # up to the end of the quiet wait
+    sizes = {node: [(r[0], r[1]) for r in recs] for node, recs in got["clients"].items()}
+    return stats, sizes
+
+
+async def run_n(n: int, workdir: Path) -> dict[str, Any]:
+    mesh_dir = workdir / f"mesh-{n}"
+    mesh_dir.mkdir(exist_ok=True)
+    write_mesh(mesh_dir)
+    discovery = Discovery(mesh_dir, workdir / f"discovery-{n}.log")
+    worker: WorkerProcess | None = None
+    result: dict[str, Any] = {"clients": n}
+    try:
+        deadline = time.monotonic() + 120
+        while not discovery.ready():
+            if time.monotonic() > deadline:
+                raise RuntimeError("discovery not ready after 120 s")
+            await asyncio.sleep(0.1)
+        result["startup_cpu_s"] = discovery.cpu()
+        worker = await WorkerProcess.start(workdir / f"clients-{n}.log")
+        cpu0 = discovery.cpu()
+        sync = await worker.call("connect", target=f"127.0.0.1:{discovery.xds}", n=n, bare=False)
+        result["sync"] = {**sync, "cpu_s": discovery.cpu() - cpu0}
+        if sync["synced"] != n:
+            raise RuntimeError(f"only {sync['synced']}/{n} clients synced: {sync['failed']}")
+        await asyncio.sleep(1.0)  # let stragglers' ACKs land
+        pod = pod_yaml("svc-5-v1-5f6d7c8b9-bench", "ns-5", "10.250.0.5")
+        for name, write in [
+            ("endpoint", lambda: write_atomic(mesh_dir / "pod-bench.yaml", pod)),
+            ("virtualservice", lambda: write_atomic(mesh_dir / "vs.yaml", vs_yaml(70))),
+        ]:
+            stats, sizes = await change(worker, discovery, write, timeout=600)
+            result[name] = stats
+            result[name + "_sizes"] = sizes
+        result["rss_mb"] = proc_status_mb(discovery.proc.pid, "VmRSS")
+        result["peak_rss_mb"] = proc_status_mb(discovery.proc.pid, "VmHWM")
+        result["cpu_total_s"] = discovery.cpu()
+        await worker.call("close")
+        for name in ("endpoint", "virtualservice"):
+            bare = await measure_bare(worker, result.pop(name + "_sizes"), n)
+            result[name]["bare"] = bare
+            if "max_s" in bare and "max_s" in result[name]:
+                result[name]["ratio_max"] = result[name]["max_s"] / bare["max_s"]
+                result[name]["ratio_p99"] = result[name]["p99_s"] / bare["max_s"]
+    finally:
+        if worker is not None:
+            await worker.stop()
+        discovery.stop()
+    return result
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1e3:.0f} ms"
+
+
+def markdown(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| B3: 1000-service mesh | clients | first resp | p50 | p90 | p99 | max (last ACK) "
+        "| bare fan-out max | ratio max/bare | msgs, MB | CP CPU | target |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    targets = {
+        "endpoint": "p99 <= 300 ms; ratio <= 2",
+        "virtualservice": "p90 <= 1.5 s; ratio <= 2",
+    }
+    for r in results:
+        for name in ("endpoint", "virtualservice"):
+            s = r.get(name, {})
+            bare = s.get("bare", {})
+            msgs = sum(s.get("responses", {}).values())
+            kinds = "+".join(sorted(s.get("responses", {})))
+            lines.append(
+                f"| {name} change | {s.get('clients_reached', 0)}/{r['clients']} "
+                f"| {_ms(s.get('first_response_s'))} | {_ms(s.get('p50_s'))} "
+                f"| {_ms(s.get('p90_s'))} | {_ms(s.get('p99_s'))} | {_ms(s.get('max_s'))} "
+                f"| {_ms(bare.get('max_s'))} | {s.get('ratio_max', 0):.1f}x "
+                f"| {msgs} {kinds}, {s.get('bytes', 0) / 1e6:.1f} | {s.get('cpu_s', 0):.1f} s "
+                f"| {targets[name]} |"
+            )
+    lines += [
+        "",
+        "| clients | sync all (wall) | stream retries | sync CP CPU | CP CPU total | CP peak RSS "
+        "| target |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        sync = r.get("sync", {})
+        lines.append(
+            f"| {r['clients']} | {sync.get('seconds', 0):.1f} s "
+            f"| {sync.get('stream_retries', '-')} "
+            f"| {sync.get('cpu_s', 0):.1f} s "
+            f"| {r.get('cpu_total_s', 0):.1f} s | {r.get('peak_rss_mb', 0):.0f} MB | <= 1536 MB |"
+        )
+    return "\n".join(lines)
+
+
+async def orchestrate(counts: list[int], workdir: Path | None) -> list[dict[str, Any]]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-push-") as tmp:
+        root = Path(tmp) if workdir is None else workdir
+        root.mkdir(parents=True, exist_ok=True)
+        for n in counts:
+            try:
+                results.append(await run_n(n, root))
+            except Exception as exc:  # report what was measured, then the failure
+                results.append({"clients": n, "error": repr(exc)})
+                print(f"N={n}: {exc!r}", file=sys.stderr)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="keep the mesh files and process logs here (default: a temp dir)",
+    )
+    parser.add_argument("--client-worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.client_worker:
+        asyncio.run(Worker().serve())
+        return
+    results = asyncio.run(orchestrate(args.clients, args.workdir))
+    print(markdown(results))
+    print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+          f"Python {platform.python_version()}")  # fmt: skip
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
