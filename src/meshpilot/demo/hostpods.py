@@ -23,7 +23,7 @@ from ipaddress import IPv4Address
 from pathlib import Path
 
 from meshpilot.demo.processes import DemoError, die_with_parent, tail
-from meshpilot.runtime.pod import PodProcess, PodSpec, RunAs
+from meshpilot.runtime.pod import PodProcess, PodSpec, RunAs, spawn_logged
 
 __all__ = ["HostPod", "HostPods"]
 
@@ -61,18 +61,10 @@ class HostPod:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
     ) -> PodProcess:
-        log = self.workdir / f"{role}.log"
-        log_file = log.open("ab")
         try:
-            popen = subprocess.Popen(
-                list(argv), stdin=subprocess.DEVNULL, stdout=log_file,
-                stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True,
-                preexec_fn=die_with_parent,
-            )  # fmt: skip
+            process = spawn_logged(role, argv, self.workdir, cwd, preexec_fn=die_with_parent)
         except OSError as exc:
-            log_file.close()
             raise DemoError(f"{self.key}: cannot start {role}: {exc}") from exc
-        process = PodProcess(role, popen, log, log_file)
         self.processes.append(process)
         return process
 

@@ -14,7 +14,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from pathlib import Path
@@ -33,9 +33,36 @@ from meshpilot.runtime.netns import (
 )
 from meshpilot.runtime.netns import delete_netns as _delete_netns
 
-__all__ = ["PROXY_USER", "Pod", "PodError", "PodProcess", "PodSpec", "RunAs"]
+__all__ = ["PROXY_USER", "Pod", "PodError", "PodProcess", "PodSpec", "RunAs", "spawn_logged"]
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def spawn_logged(
+    role: str,
+    argv: Sequence[str],
+    workdir: Path,
+    cwd: Path | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+) -> PodProcess:
+    """Start a long-running process in its own process group (killed as a whole), output
+    appended to `<workdir>/<role>.log`. Raises OSError if it cannot start."""
+    log = workdir / f"{role}.log"
+    log_file = log.open("ab")
+    try:
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=preexec_fn,
+        )
+    except OSError:
+        log_file.close()
+        raise
+    return PodProcess(role, popen, log, log_file)
 
 
 class PodError(MeshpilotError):
@@ -173,21 +200,10 @@ class Pod:
         cwd: Path | None = None,
     ) -> PodProcess:
         """Start a long-running process in the pod; output goes to `<workdir>/<role>.log`."""
-        log = self.workdir / f"{role}.log"
-        log_file = log.open("ab")
         try:
-            popen = subprocess.Popen(
-                self.command(argv, run_as, env),
-                stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                start_new_session=True,  # its own process group, killed as a whole
-            )
+            process = spawn_logged(role, self.command(argv, run_as, env), self.workdir, cwd)
         except OSError as exc:
-            log_file.close()
             raise PodError(f"pod {self.key}: cannot start {role}: {exc}") from exc
-        process = PodProcess(role, popen, log, log_file)
         self.processes.append(process)
         return process
 
