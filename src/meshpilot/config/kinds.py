@@ -22,6 +22,9 @@ class Kind(StrEnum):
     SERVICE_ENTRY = "ServiceEntry"
     WORKLOAD_ENTRY = "WorkloadEntry"
     SIDECAR = "Sidecar"
+    PEER_AUTHENTICATION = "PeerAuthentication"
+    REQUEST_AUTHENTICATION = "RequestAuthentication"
+    AUTHORIZATION_POLICY = "AuthorizationPolicy"
     MESH_CONFIG = "MeshConfig"
 
 
@@ -30,6 +33,8 @@ _NETWORKING = (
     "networking.istio.io/v1beta1",
     "networking.istio.io/v1",
 )
+
+_SECURITY = ("security.istio.io/v1beta1", "security.istio.io/v1")
 
 _API_VERSIONS: dict[Kind, tuple[str, ...]] = {
     Kind.NAMESPACE: ("v1",),
@@ -46,6 +51,9 @@ _API_VERSIONS: dict[Kind, tuple[str, ...]] = {
     Kind.SERVICE_ENTRY: _NETWORKING,
     Kind.WORKLOAD_ENTRY: _NETWORKING,
     Kind.SIDECAR: _NETWORKING,
+    Kind.PEER_AUTHENTICATION: _SECURITY,
+    Kind.REQUEST_AUTHENTICATION: _SECURITY,
+    Kind.AUTHORIZATION_POLICY: _SECURITY,
     # Not a Kubernetes kind: meshpilot's name for a bare meshconfig.yaml document.
     Kind.MESH_CONFIG: ("meshpilot.io/v1alpha1", "install.istio.io/v1alpha1"),
 }

@@ -138,7 +138,12 @@ def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | 
             _diag(origin, key, ("metadata", "name"), "metadata.name is required")
         )
         return None
-    model_cls = MODEL_BY_KIND[kind]
+    model_cls = MODEL_BY_KIND.get(kind)
+    if model_cls is None:
+        result.diagnostics.append(
+            _diag(origin, key, ("kind",), f"{kind} is not supported yet; ignored", Severity.WARNING)
+        )
+        return None
     try:
         model = model_cls.model_validate(data)
     except ValidationError as exc:

@@ -1,0 +1,1 @@
+"""The mesh's security: CA, workload identities (SPIFFE), certificate signing and rotation."""
