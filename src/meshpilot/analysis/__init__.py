@@ -12,7 +12,9 @@ from collections.abc import Callable, Iterable
 from meshpilot.analysis.conflicting_virtual_services import check_conflicting_virtual_services
 from meshpilot.analysis.destination_rules import check_destination_rules
 from meshpilot.analysis.gateways import check_gateway_workloads
+from meshpilot.analysis.peer_authentications import check_peer_authentications
 from meshpilot.analysis.port_names import check_port_names
+from meshpilot.analysis.security_policies import check_security_policies
 from meshpilot.analysis.sidecars import check_sidecars
 from meshpilot.analysis.virtual_service_destinations import (
     check_destination_hosts,
@@ -35,6 +37,8 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_destination_rules,
     check_sidecars,
     check_port_names,
+    check_peer_authentications,
+    check_security_policies,
 )
 
 

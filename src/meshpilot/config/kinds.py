@@ -26,6 +26,9 @@ class Kind(StrEnum):
     REQUEST_AUTHENTICATION = "RequestAuthentication"
     AUTHORIZATION_POLICY = "AuthorizationPolicy"
     MESH_CONFIG = "MeshConfig"
+    # Argo CD kinds: names only; their models live in meshpilot.gitops (registered by the CLI).
+    APPLICATION = "Application"
+    APP_PROJECT = "AppProject"
 
 
 _NETWORKING = (
@@ -56,6 +59,8 @@ _API_VERSIONS: dict[Kind, tuple[str, ...]] = {
     Kind.AUTHORIZATION_POLICY: _SECURITY,
     # Not a Kubernetes kind: meshpilot's name for a bare meshconfig.yaml document.
     Kind.MESH_CONFIG: ("meshpilot.io/v1alpha1", "install.istio.io/v1alpha1"),
+    Kind.APPLICATION: ("argoproj.io/v1alpha1",),
+    Kind.APP_PROJECT: ("argoproj.io/v1alpha1",),
 }
 
 CLUSTER_SCOPED: frozenset[Kind] = frozenset({Kind.NAMESPACE, Kind.MESH_CONFIG})

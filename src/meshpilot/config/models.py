@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from meshpilot.config.base import TopLevel
+from meshpilot.config.istio.authorization_policy import AuthorizationPolicy
 from meshpilot.config.istio.destination_rule import DestinationRule
 from meshpilot.config.istio.gateway import Gateway
+from meshpilot.config.istio.peer_authentication import PeerAuthentication
+from meshpilot.config.istio.request_authentication import RequestAuthentication
 from meshpilot.config.istio.service_entry import ServiceEntry, WorkloadEntry
 from meshpilot.config.istio.sidecar import Sidecar
 from meshpilot.config.istio.virtual_service import VirtualService
@@ -13,7 +16,7 @@ from meshpilot.config.kube.core import ConfigMap, Namespace, Secret, ServiceAcco
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.kube.service import Endpoints, EndpointSlice, Service
 
-__all__ = ["MODEL_BY_KIND"]
+__all__ = ["MODEL_BY_KIND", "register_model"]
 
 MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
     Kind.NAMESPACE: Namespace,
@@ -30,4 +33,13 @@ MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
     Kind.SERVICE_ENTRY: ServiceEntry,
     Kind.WORKLOAD_ENTRY: WorkloadEntry,
     Kind.SIDECAR: Sidecar,
+    Kind.AUTHORIZATION_POLICY: AuthorizationPolicy,
+    Kind.REQUEST_AUTHENTICATION: RequestAuthentication,
+    Kind.PEER_AUTHENTICATION: PeerAuthentication,
 }
+
+
+def register_model(kind: Kind, model: type[TopLevel]) -> None:
+    """Add a kind whose model lives outside the mesh packages (gitops registers Application
+    and AppProject this way, since mesh packages never import gitops)."""
+    MODEL_BY_KIND[kind] = model

@@ -205,7 +205,7 @@ spec:
     istio = _tls(got["outbound|80||api.shop.svc.cluster.local"])
     assert istio["sni"] == "outbound_.80_._.api.shop.svc.cluster.local"
     common = istio["common_tls_context"]
-    assert common["alpn_protocols"] == ["istio"]
+    assert common["alpn_protocols"] == ["istio-peer-exchange", "istio"]  # ALPNInMeshWithMxc
     assert common["tls_certificate_sds_secret_configs"][0]["name"] == "default"
     validation = common["combined_validation_context"]
     assert validation["validation_context_sds_secret_config"]["name"] == "ROOTCA"

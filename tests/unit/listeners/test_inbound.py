@@ -112,8 +112,8 @@ def _disabled_ports(listener_filter: object) -> set[int]:
 def test_inspectors_are_off_where_no_chain_needs_them() -> None:
     _, vi = _inbound()
     tls_f, http_f = vi.listener_filters[1], vi.listener_filters[2]
-    # Declared HTTP ports (8080, 9090) only have raw_buffer chains; 15006 is the blackhole.
-    assert _disabled_ports(tls_f) == {8080, 9090, 15006}
+    # Every port has mTLS chains (PERMISSIVE by default); 15006 is the blackhole.
+    assert _disabled_ports(tls_f) == {15006}
     # Only the sniffed port (7000) and the catch-all look for HTTP.
     assert _disabled_ports(http_f) == {8080, 9000, 9090, 15006}
 
@@ -127,7 +127,11 @@ def test_two_services_on_one_target_port_build_one_chain_set() -> None:
     vi = mesh.listener("virtualInbound")
     on_8080 = [c for c in vi.filter_chains if c.filter_chain_match.destination_port.value == 8080]
     assert {target(c) for c in on_8080} == {Target("tcp", "inbound|8080||")}
-    assert [c.filter_chain_match.transport_protocol for c in on_8080] == ["tls", "raw_buffer"]
+    assert [c.filter_chain_match.transport_protocol for c in on_8080] == [
+        "tls",  # Istio mTLS (PERMISSIVE by default)
+        "tls",  # the app's own TLS
+        "raw_buffer",
+    ]
 
 
 def test_pod_without_services_gets_only_catch_all_chains() -> None:
@@ -135,7 +139,9 @@ def test_pod_without_services_gets_only_catch_all_chains() -> None:
     vi = mesh.listener("virtualInbound")
     assert [c.name for c in vi.filter_chains] == [
         "virtualInbound-blackhole",
+        "virtualInbound-catchall-http",  # mTLS
         "virtualInbound-catchall-http",
+        "virtualInbound",  # mTLS
         "virtualInbound",
         "virtualInbound",
     ]
@@ -192,18 +198,20 @@ def test_disable_is_plaintext_only() -> None:
     off = MtlsSettings(port=7000, mode=MtlsMode.DISABLE, http=CTX, tcp=CTX)
     assert _shape(ChainProtocol.AUTO, off) == [
         ("HTTP", "raw_buffer", False),
-        ("TCP", "raw_buffer", False),
+        ("TCP", "", False),  # anything else, the app's own TLS included, as Istio does
     ]
 
 
 def test_seam_contexts_become_transport_sockets(monkeypatch: pytest.MonkeyPatch) -> None:
-    before = build(join(SERVER_POD, APP), SERVER).listener("virtualInbound")
-
-    def permissive(ctx: object, port: int) -> MtlsSettings:
-        return MtlsSettings(port=port, mode=MtlsMode.PERMISSIVE, http=CTX, tcp=CTX)
-
-    monkeypatch.setattr(inbound, "mtls_for_port", permissive)
     after = build(join(SERVER_POD, APP), SERVER).listener("virtualInbound")
+
+    def plain(ctx: object, port: int) -> MtlsSettings:
+        return MtlsSettings(port=port, mode=MtlsMode.PERMISSIVE)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(inbound, "mtls_for_port", plain)
+        patch.setattr(inbound, "mtls_for_passthrough", lambda ctx, served: [plain(ctx, 0)])
+        before = build(join(SERVER_POD, APP), SERVER).listener("virtualInbound")
     plain_after = [c for c in after.filter_chains if not c.HasField("transport_socket")]
     assert [c.SerializeToString(deterministic=True) for c in plain_after] == [
         c.SerializeToString(deterministic=True) for c in before.filter_chains

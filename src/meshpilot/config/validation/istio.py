@@ -7,9 +7,12 @@ from typing import Any
 
 from meshpilot.config.diagnostics import FieldError
 from meshpilot.config.kinds import Kind
+from meshpilot.config.validation.authorization_policy import validate_authorization_policy
 from meshpilot.config.validation.common import guarded
 from meshpilot.config.validation.destination_rule import validate_destination_rule
 from meshpilot.config.validation.gateway import validate_gateway
+from meshpilot.config.validation.peer_authentication import validate_peer_authentication
+from meshpilot.config.validation.request_authentication import validate_request_authentication
 from meshpilot.config.validation.service_entry import (
     validate_service_entry,
     validate_workload_entry,
@@ -26,4 +29,7 @@ VALIDATORS: dict[Kind, Callable[[Any], list[FieldError]]] = {
     Kind.SERVICE_ENTRY: guarded(validate_service_entry),
     Kind.WORKLOAD_ENTRY: guarded(validate_workload_entry),
     Kind.SIDECAR: guarded(validate_sidecar),
+    Kind.AUTHORIZATION_POLICY: guarded(validate_authorization_policy),
+    Kind.REQUEST_AUTHENTICATION: guarded(validate_request_authentication),
+    Kind.PEER_AUTHENTICATION: guarded(validate_peer_authentication),
 }

@@ -10,6 +10,8 @@ from envoy.config.core.v3 import address_pb2, base_pb2, health_check_pb2
 from envoy.config.endpoint.v3 import endpoint_components_pb2 as ec_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 
+from meshpilot.config.istio.peer_authentication import MtlsMode
+from meshpilot.model.indexes.authn import peer_authn
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.sidecar_scope import SidecarScope
@@ -211,6 +213,8 @@ def _metadata(push: PushContext, ep: Endpoint) -> base_pb2.Metadata | None:
         workload_metadata(ep.workload_name, ep.namespace, ep.labels) if ep.workload_name else ""
     )
     tls_mode = ep.tls_mode if ep.tls_mode != "disabled" else ""
+    if tls_mode and _mtls_disabled(push, ep):
+        tls_mode = ""  # auto-mTLS must send plaintext to it (Istio's mtlsChecker)
     if not workload and not tls_mode:
         return None
     memo = push.memo.setdefault(_METADATA, {})
@@ -224,3 +228,12 @@ def _metadata(push: PushContext, ep: Endpoint) -> base_pb2.Metadata | None:
             found.filter_metadata[TLS_MATCH_KEY]["tlsMode"] = tls_mode
         memo[(workload, tls_mode)] = found
     return found
+
+
+def _mtls_disabled(push: PushContext, ep: Endpoint) -> bool:
+    """The workload's PeerAuthentication disables mTLS on this port."""
+    index = peer_authn(push)
+    if index.empty:
+        return False
+    mode = index.for_workload(ep.namespace, ep.labels).for_port(ep.port)
+    return mode is MtlsMode.DISABLE

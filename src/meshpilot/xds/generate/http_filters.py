@@ -43,6 +43,6 @@ def outbound_http_filters(grpc_web: bool = False) -> list[hcm_pb2.HttpFilter]:
 
 
 def inbound_http_filters(grpc_web: bool = False) -> list[hcm_pb2.HttpFilter]:
-    """Sidecar inbound HCMs: the same chain; authn/authz filters are inserted before the
-    router by the security builders."""
+    """Sidecar inbound HCMs: the same chain. A workload's jwt_authn and RBAC filters go in
+    front of it (xds/generate/security/apply.py), as Istio puts authn and authz first."""
     return outbound_http_filters(grpc_web)

@@ -27,6 +27,12 @@ from meshpilot.xds.generate.clusters.common import (
     protocol_options,
     set_eds,
 )
+from meshpilot.xds.generate.clusters.mtls import (
+    auto_mtls_matches,
+    expand_trust_domains,
+    istio_mutual_socket,
+    uses_auto_mtls,
+)
 from meshpilot.xds.generate.clusters.tls import upstream_tls_socket
 from meshpilot.xds.generate.clusters.traffic_policy import apply_traffic_policy
 from meshpilot.xds.generate.endpoints import locality_endpoints
@@ -93,17 +99,37 @@ def _build(
     cluster.metadata.CopyFrom(_metadata(push, svc, rule))
     if subset:
         cluster.metadata.filter_metadata["istio"]["subset"] = subset
+    _apply_tls(
+        push, cluster, svc, port, sni_name(port.port, subset, svc.hostname), policy, template
+    )
+    return cluster
+
+
+def _apply_tls(
+    push: PushContext,
+    cluster: cluster_pb2.Cluster,
+    svc: Service,
+    port: ServicePort,
+    sni: str,
+    policy: TrafficPolicy | None,
+    template: cluster_pb2.Cluster,
+) -> None:
+    """DestinationRule TLS, else automatic mTLS (see mtls.py for the table)."""
     tls = policy.tls if policy else None
-    if tls is not None:
-        socket = upstream_tls_socket(
-            tls,
-            sni_name(port.port, subset, svc.hostname),
-            svc.service_accounts,
-            _is_http2(port, template),
-        )
+    http2 = _is_http2(port, template)
+    accounts = expand_trust_domains(svc.service_accounts, push.mesh)
+    if tls is not None and tls.mode == "ISTIO_MUTUAL":
+        sans = tls.subject_alt_names or accounts
+        cluster.transport_socket.CopyFrom(istio_mutual_socket(push, tls.sni or sni, sans, http2))
+    elif tls is not None:
+        socket = upstream_tls_socket(tls, sni, svc.service_accounts, http2)
         if socket is not None:
             cluster.transport_socket.CopyFrom(socket)
-    return cluster
+    elif cluster.type != cluster_pb2.Cluster.ORIGINAL_DST and uses_auto_mtls(
+        push, svc, policy, tls
+    ):
+        mtls = istio_mutual_socket(push, sni, accounts, http2)
+        cluster.transport_socket_matches.extend(auto_mtls_matches(mtls))
 
 
 def _template(

@@ -9,19 +9,13 @@ from envoy.extensions.transport_sockets.tls.v3 import common_pb2, secret_pb2, tl
 from envoy.type.matcher.v3 import string_pb2
 
 from meshpilot.config.istio.destination_rule import ClientTLSSettings
+from meshpilot.xds.generate.clusters.mtls import istio_mutual_context
 from meshpilot.xds.generate.sds_config import agent_sds, credential_sds
-from meshpilot.xds.names import CACERT_SUFFIX, SDS_DEFAULT, SDS_ROOTCA
+from meshpilot.xds.names import CACERT_SUFFIX
 from meshpilot.xds.protos import Filters, pack
 
-__all__ = [
-    "ALPN_IN_MESH",
-    "ALPN_IN_MESH_H2",
-    "FILE_ROOT_SYSTEM",
-    "upstream_tls_socket",
-]
+__all__ = ["FILE_ROOT_SYSTEM", "upstream_tls_socket"]
 
-ALPN_IN_MESH = ("istio",)
-ALPN_IN_MESH_H2 = ("istio", "h2")
 # The agent serves these SDS names from local files (Istio's file-based SDS naming).
 FILE_ROOT_SYSTEM = "file-root:system"
 
@@ -59,10 +53,7 @@ def upstream_tls_socket(
     common.tls_params.tls_minimum_protocol_version = common_pb2.TlsParameters.TLSv1_2
     common.tls_params.tls_maximum_protocol_version = common_pb2.TlsParameters.TLSv1_3
     if tls.mode == "ISTIO_MUTUAL":
-        common.tls_certificate_sds_secret_configs.append(agent_sds(SDS_DEFAULT))
-        _validation(common, agent_sds(SDS_ROOTCA), tls.subject_alt_names or sans)
-        common.alpn_protocols.extend(ALPN_IN_MESH_H2 if http2 else ALPN_IN_MESH)
-        ctx.sni = tls.sni or sni
+        ctx = istio_mutual_context(tls.sni or sni, tls.subject_alt_names or sans, http2)
     elif tls.mode in ("SIMPLE", "MUTUAL"):
         if tls.mode == "MUTUAL":
             if tls.credential_name:

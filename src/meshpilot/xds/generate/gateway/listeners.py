@@ -24,6 +24,7 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.xds.generate.gateway.chain import ChainSpec, GatewayBuild
 from meshpilot.xds.generate.gateway.servers import chains_for_port
 from meshpilot.xds.generate.gateway.tls import downstream_tls_socket
+from meshpilot.xds.generate.security.apply import secure_gateway_listeners
 from meshpilot.xds.names import listener_name
 from meshpilot.xds.protos import Filters, duration, pack, u32
 
@@ -108,8 +109,9 @@ def generate_gateway_listeners(
         name = listener_name(bind, sp.number)
         entry = pending.setdefault(name, _Pending(bind, sp.number))
         entry.chains.extend(chains_for_port(build, sp, merged.merged_servers[sp], name))
-    return [
+    listeners = [
         _listener(name, p)
         for name, p in pending.items()
         if p.chains and (names is None or name in names)
     ]
+    return secure_gateway_listeners(push, proxy, listeners)  # jwt_authn and RBAC

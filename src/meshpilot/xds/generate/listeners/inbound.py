@@ -23,6 +23,7 @@ from meshpilot.xds.generate.listeners.inbound_tls import (
     mtls_for_passthrough,
     mtls_for_port,
 )
+from meshpilot.xds.generate.security.apply import secure_inbound_chains
 from meshpilot.xds.names import (
     BLACKHOLE_CLUSTER,
     DEFAULT_ROUTE,
@@ -165,10 +166,10 @@ def _blackhole() -> lc_pb2.FilterChain:
     )
 
 
-def _passthrough_chains(ctx: SidecarContext) -> list[lc_pb2.FilterChain]:
+def _passthrough_chains(ctx: SidecarContext, served: frozenset[int]) -> list[lc_pb2.FilterChain]:
     """Any port no service declares still reaches the app (InboundPassthroughCluster)."""
     chains: list[lc_pb2.FilterChain] = []
-    for settings in mtls_for_passthrough(ctx):
+    for settings in mtls_for_passthrough(ctx, served):
         cc = InboundChainConfig(
             cluster=INBOUND_PASSTHROUGH_CLUSTER,
             target_port=settings.port,
@@ -183,8 +184,10 @@ def _passthrough_chains(ctx: SidecarContext) -> list[lc_pb2.FilterChain]:
 
 def inbound_filter_chains(ctx: SidecarContext) -> list[lc_pb2.FilterChain]:
     """All chains of virtualInbound in Istio's order: blackhole, passthrough, then ports."""
-    chains = [_blackhole(), *_passthrough_chains(ctx)]
-    for cc in inbound_chain_configs(ctx):
+    configs = inbound_chain_configs(ctx)
+    served = frozenset(cc.target_port for cc in configs)
+    chains = [_blackhole(), *_passthrough_chains(ctx, served)]
+    for cc in configs:
         settings = mtls_for_port(ctx, cc.target_port)
         chains.extend(_chain(cc, v) for v in chain_variants(cc.protocol, settings))
-    return chains
+    return secure_inbound_chains(ctx, chains)  # jwt_authn and RBAC (security/apply.py)

@@ -1,0 +1,87 @@
+"""PeerAuthentication findings: policies Istio ignores, and DestinationRules that send
+plaintext where the destination only accepts mTLS.
+
+- Several selector-less policies in one namespace (or several selecting the same labels):
+  only the oldest applies (Istio's ComposePeerAuthentication); the others are flagged.
+- A selecting policy in the root namespace applies to nothing.
+- A DestinationRule whose traffic policy sets `tls.mode: DISABLE` for a service whose
+  namespace (or the mesh) is STRICT: every request fails (Istio's former IST0113,
+  MTLSPolicyConflict).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, cast
+
+from meshpilot.analysis.findings import finding
+from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.hosts import hosts_intersect, resolve_host
+from meshpilot.config.istio.peer_authentication import MtlsMode, PeerAuthentication
+from meshpilot.config.kinds import Kind
+from meshpilot.config.objects import ConfigObject
+from meshpilot.model.indexes.authn import peer_authn
+from meshpilot.model.push_context import PushContext
+
+__all__ = ["check_peer_authentications"]
+
+_Policy = ConfigObject[PeerAuthentication]
+
+
+def check_peer_authentications(push: PushContext) -> Iterator[Diagnostic]:
+    index = peer_authn(push)
+    for policies in index.scoped.values():
+        yield from _shadowed(policies[1:], policies[0], "namespace-wide")
+    by_selector: dict[tuple[str, frozenset[tuple[str, str]]], list[_Policy]] = {}
+    for policies in index.selecting.values():
+        for policy in policies:
+            selector = policy.model.spec.selector
+            labels = frozenset(selector.match_labels.items()) if selector else frozenset()
+            by_selector.setdefault((policy.namespace, labels), []).append(policy)
+    for same in by_selector.values():
+        yield from _shadowed(same[1:], same[0], "for the same workloads")
+    for policy in cast(Sequence[_Policy], push.of_kind(Kind.PEER_AUTHENTICATION)):
+        if policy.namespace == index.root_namespace and policy.model.spec.has_selector:
+            yield finding(
+                policy,
+                ("spec", "selector"),
+                f"a PeerAuthentication with a selector in the root namespace "
+                f"{index.root_namespace} applies to no workload; remove the selector for a "
+                "mesh-wide policy, or move it to the workloads' namespace",
+                severity=Severity.WARNING,
+            )
+    yield from _plaintext_to_strict(push)
+
+
+def _shadowed(ignored: Sequence[_Policy], winner: _Policy, scope: str) -> Iterator[Diagnostic]:
+    for policy in ignored:
+        yield finding(
+            policy,
+            ("spec",),
+            f"ignored: PeerAuthentication {winner.namespace}/{winner.name} is older and also "
+            f"{scope}; only the oldest applies",
+            severity=Severity.WARNING,
+        )
+
+
+def _plaintext_to_strict(push: PushContext) -> Iterator[Diagnostic]:
+    index = peer_authn(push)
+    for dr in cast(Sequence[ConfigObject[Any]], push.of_kind(Kind.DESTINATION_RULE)):
+        spec = dr.model.spec
+        tls = spec.traffic_policy.tls if spec.traffic_policy else None
+        if tls is None or tls.mode != "DISABLE":
+            continue
+        host = resolve_host(spec.host, dr.namespace, push.domain_suffix)
+        for svc in push.registry.services:
+            if svc.mesh_external or not hosts_intersect(svc.hostname, host):
+                continue
+            if index.service_mode(svc.namespace) is MtlsMode.STRICT:
+                yield finding(
+                    dr,
+                    ("spec", "trafficPolicy", "tls", "mode"),
+                    f"A DestinationRule and PeerAuthentication are in conflict with regards "
+                    f"to mTLS for host {svc.hostname}: the DestinationRule disables TLS but "
+                    f"namespace {svc.namespace} requires STRICT mTLS; requests will fail",
+                    code="IST0113",
+                )
+                break

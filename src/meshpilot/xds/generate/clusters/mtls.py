@@ -1,0 +1,164 @@
+"""Istio mutual TLS on outbound clusters: the ISTIO_MUTUAL context and automatic mTLS.
+
+Istio's buildAutoMtlsSettings and applyUpstreamTLSSettings:
+
+| DestinationRule tls | destination (PeerAuthentication)   | cluster gets                      |
+|---------------------|------------------------------------|-----------------------------------|
+| ISTIO_MUTUAL        | any                                | the ISTIO_MUTUAL socket, always   |
+| DISABLE             | any                                | no TLS                            |
+| SIMPLE / MUTUAL     | any                                | the DR's own context (tls.py)     |
+| none                | PERMISSIVE / STRICT, auto-mTLS on  | socket matches: `tlsMode-istio`   |
+|                     |                                    | for endpoints labelled tlsMode=   |
+|                     |                                    | istio, else `tlsMode-disabled`    |
+| none                | DISABLE, external, passthrough, or | no TLS                            |
+|                     | auto-mTLS off                      |                                   |
+
+The destination's mode is the namespace's (else the mesh's) PeerAuthentication, as Istio
+infers it for a whole service; workload-level DISABLE is applied per endpoint (EDS drops
+their tlsMode metadata, see endpoints.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.core.v3 import base_pb2
+from envoy.extensions.transport_sockets.raw_buffer.v3 import raw_buffer_pb2
+from envoy.extensions.transport_sockets.tls.v3 import common_pb2, tls_pb2
+from envoy.type.matcher.v3 import string_pb2
+from google.protobuf import struct_pb2
+
+from meshpilot.config.istio.destination_rule import ClientTLSSettings, TrafficPolicy
+from meshpilot.config.istio.peer_authentication import MtlsMode
+from meshpilot.config.mesh import MeshConfig
+from meshpilot.model.indexes.authn import peer_authn
+from meshpilot.model.push_context import PushContext
+from meshpilot.registry.model import Resolution, Service
+from meshpilot.xds.generate.sds_config import agent_sds
+from meshpilot.xds.names import SDS_DEFAULT, SDS_ROOTCA
+from meshpilot.xds.protos import Filters, pack
+
+__all__ = [
+    "ALPN_IN_MESH_H2_WITH_MXC",
+    "ALPN_IN_MESH_WITH_MXC",
+    "auto_mtls_matches",
+    "istio_mutual_context",
+    "istio_mutual_socket",
+    "service_mtls_mode",
+    "uses_auto_mtls",
+]
+
+# What a client sidecar offers over Istio mTLS (Istio's ALPNInMeshWithMxc and
+# ALPNInMeshH2WithMxc): the metadata-exchange protocol, "istio", and h2 for HTTP/2 clusters.
+ALPN_IN_MESH_WITH_MXC = ("istio-peer-exchange", "istio")
+ALPN_IN_MESH_H2_WITH_MXC = ("istio-peer-exchange", "istio", "h2")
+TLS_MODE_KEY = "tlsMode"
+ISTIO_TLS_MODE = "istio"
+_MATCH_ISTIO = "tlsMode-istio"
+_MATCH_DISABLED = "tlsMode-disabled"
+_TEMPLATES = "clusters.istio_mutual"
+
+
+def _san_matcher(name: str) -> common_pb2.SubjectAltNameMatcher:
+    uri = name.startswith("spiffe://")
+    return common_pb2.SubjectAltNameMatcher(
+        san_type=common_pb2.SubjectAltNameMatcher.URI
+        if uri
+        else common_pb2.SubjectAltNameMatcher.DNS,
+        matcher=string_pb2.StringMatcher(exact=name),
+    )
+
+
+def expand_trust_domains(sans: Sequence[str], mesh: MeshConfig) -> list[str]:
+    """Istio's ExpandWithTrustDomains: a SPIFFE identity is also accepted under every
+    trust domain alias."""
+    out = list(dict.fromkeys(sans))
+    for san in sans:
+        prefix = f"spiffe://{mesh.trust_domain}/"
+        if san.startswith(prefix):
+            rest = san[len(prefix) :]
+            out.extend(f"spiffe://{alias}/{rest}" for alias in mesh.trust_domain_aliases)
+    return list(dict.fromkeys(out))
+
+
+def istio_mutual_context(sni: str, sans: Sequence[str], http2: bool) -> tls_pb2.UpstreamTlsContext:
+    """The workload certificate `default`, the mesh root `ROOTCA`, the destination's SPIFFE
+    identities, Istio's SNI and ALPN, TLS 1.2 to 1.3."""
+    ctx = tls_pb2.UpstreamTlsContext(sni=sni)
+    common = ctx.common_tls_context
+    common.tls_params.tls_minimum_protocol_version = common_pb2.TlsParameters.TLSv1_2
+    common.tls_params.tls_maximum_protocol_version = common_pb2.TlsParameters.TLSv1_3
+    common.tls_certificate_sds_secret_configs.append(agent_sds(SDS_DEFAULT))
+    combined = common.combined_validation_context
+    combined.default_validation_context.SetInParent()
+    combined.default_validation_context.match_typed_subject_alt_names.extend(
+        _san_matcher(n) for n in sans
+    )
+    combined.validation_context_sds_secret_config.CopyFrom(agent_sds(SDS_ROOTCA))
+    common.alpn_protocols.extend(ALPN_IN_MESH_H2_WITH_MXC if http2 else ALPN_IN_MESH_WITH_MXC)
+    return ctx
+
+
+def istio_mutual_socket(
+    push: PushContext, sni: str, sans: Sequence[str], http2: bool
+) -> base_pb2.TransportSocket:
+    """The ISTIO_MUTUAL transport socket; the context without SNI is built once per push
+    for each (identities, HTTP/2) and copied."""
+    templates = push.memo.setdefault(_TEMPLATES, {})
+    assert isinstance(templates, dict)
+    key = (tuple(sans), http2)
+    template = templates.get(key)
+    if template is None:
+        template = templates[key] = istio_mutual_context("", sans, http2)
+    ctx = tls_pb2.UpstreamTlsContext()
+    ctx.CopyFrom(template)
+    ctx.sni = sni
+    return base_pb2.TransportSocket(name=Filters.TLS_TRANSPORT, typed_config=pack(ctx))
+
+
+def _raw_buffer() -> base_pb2.TransportSocket:
+    return base_pb2.TransportSocket(
+        name=Filters.RAW_BUFFER, typed_config=pack(raw_buffer_pb2.RawBuffer())
+    )
+
+
+def auto_mtls_matches(
+    mtls: base_pb2.TransportSocket,
+) -> list[cluster_pb2.Cluster.TransportSocketMatch]:
+    """mTLS to endpoints whose metadata says `tlsMode: istio`, plaintext to the rest."""
+    istio = cluster_pb2.Cluster.TransportSocketMatch(name=_MATCH_ISTIO, transport_socket=mtls)
+    istio.match.CopyFrom(
+        struct_pb2.Struct(fields={TLS_MODE_KEY: struct_pb2.Value(string_value=ISTIO_TLS_MODE)})
+    )
+    disabled = cluster_pb2.Cluster.TransportSocketMatch(
+        name=_MATCH_DISABLED, transport_socket=_raw_buffer()
+    )
+    disabled.match.SetInParent()
+    return [istio, disabled]
+
+
+def service_mtls_mode(
+    push: PushContext, svc: Service, policy: TrafficPolicy | None
+) -> MtlsMode | None:
+    """What a client may assume the service's workloads accept (Istio's
+    BestEffortInferServiceMTLSMode); None when unknown (external or passthrough)."""
+    if svc.mesh_external or svc.resolution is Resolution.PASSTHROUGH:
+        return None
+    lb = policy.load_balancer if policy else None
+    if lb is not None and lb.simple == "PASSTHROUGH":
+        return None
+    return peer_authn(push).service_mode(svc.namespace)
+
+
+def uses_auto_mtls(
+    push: PushContext,
+    svc: Service,
+    policy: TrafficPolicy | None,
+    tls: ClientTLSSettings | None,
+) -> bool:
+    """No DestinationRule TLS, auto-mTLS on, and a destination that may accept mTLS."""
+    if tls is not None or not push.mesh.enable_auto_mtls:
+        return False
+    mode = service_mtls_mode(push, svc, policy)
+    return mode is not None and mode is not MtlsMode.DISABLE
