@@ -7,6 +7,9 @@ envoy_process.py  Envoy's command line; spawn, restart with backoff, stop
 admin.py          async client of Envoy's admin API
 health.py         status server (15020) and readiness probe for /healthz/ready
 drain.py          graceful drain on termination
+ca_client.py      client of the control plane's CA (Istio's CA API on 15012, TLS + token)
+sds.py            SDS server (SotW + Delta) on Envoy's sds-grpc Unix socket
+certs/            workload key and CSR, certificate checks, rotation, served secrets
 agent.py          ProxyAgent: all of the above, with signal handling
 """
 

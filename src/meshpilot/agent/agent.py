@@ -1,8 +1,10 @@
 """The proxy agent: pilot-agent's life cycle around one Envoy.
 
 Start: prepare the working directory (bootstrap `envoy-rev.json`, the SDS socket directory),
-start the status server (15020), start Envoy (as UID/GID 1337 for a capturing sidecar when
-the agent is root, so that iptables capture excludes it) and keep it running.
+with a CA configured serve the workload certificate over SDS and keep it renewed
+(certs/service.py), start the status server (15020), start Envoy (as UID/GID 1337 for a
+capturing sidecar when the agent is root, so that iptables capture excludes it) and keep it
+running.
 SIGTERM or SIGINT: readiness turns 503, Envoy drains (drain.py), Envoy is stopped, the
 status server closes and the agent exits 0. If Envoy keeps dying past its restart budget,
 the agent stops and exits 1.
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from meshpilot.agent.admin import EnvoyAdmin
 from meshpilot.agent.bootstrap import bootstrap_json, build_bootstrap
+from meshpilot.agent.certs.service import CertOptions, WorkloadSecrets
 from meshpilot.agent.drain import drain_envoy
 from meshpilot.agent.envoy_process import EnvoyLaunch, EnvoySupervisor
 from meshpilot.agent.health import ReadinessProbe, StatusServer
@@ -58,6 +61,7 @@ class RuntimeOptions:
     envoy_binary: Path | None = None
     status_host: str = "0.0.0.0"
     stop_timeout: float = 5.0  # after the drain, how long Envoy may take to exit
+    certs: CertOptions | None = None  # None: no workload certificates (plaintext mesh)
 
 
 def prepare_work_dir(options: AgentOptions, work_dir: Path, owner: tuple[int, int] | None) -> Path:
@@ -135,8 +139,17 @@ class ProxyAgent:
             tempfile.mkdtemp(prefix=f"meshpilot-proxy-{self.options.pod_name}-")
         )
         self.work_dir = work_dir
+        if self.options.secure_xds and self.runtime.certs is None:
+            raise MeshpilotError(
+                f"xDS over TLS to {self.options.discovery_address} needs the mesh root "
+                "certificate (--root-cert)"
+            )
+        secrets: WorkloadSecrets | None = None
         try:
             config = prepare_work_dir(self.options, work_dir, owner)
+            if self.runtime.certs is not None:
+                secrets = WorkloadSecrets(self.options, self.runtime.certs, work_dir, owner)
+                await secrets.start()
             launch = EnvoyLaunch(
                 binary=self.runtime.envoy_binary or envoy_binary(),
                 config_path=config,
@@ -152,6 +165,8 @@ class ProxyAgent:
             )
             return await self._supervise(launch)
         finally:
+            if secrets is not None:
+                await secrets.stop()
             if self.runtime.work_dir is None:
                 shutil.rmtree(work_dir, ignore_errors=True)
 

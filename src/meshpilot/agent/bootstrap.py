@@ -7,8 +7,10 @@ Pure: `AgentOptions` in, `envoy.config.bootstrap.v3.Bootstrap` out (Istio's temp
   from the topology labels, and the metadata Istio's agent sends (NAMESPACE, LABELS, ...);
 - admin on 127.0.0.1 only;
 - ADS (GRPC or DELTA_GRPC) over the static cluster `xds-grpc`, LDS and CDS from ADS.
-  Istio's Envoy dials pilot-agent's UDS `XDS` proxy; ours dials the control plane directly
-  (plaintext 15010 for now; mTLS to 15012 comes with the security work);
+  Istio's Envoy dials pilot-agent's UDS `XDS` proxy; ours dials the control plane directly:
+  plaintext (15010), or mTLS (15012) verifying the control plane's certificate against the
+  mesh root (`./var/run/secrets/istio/root-cert.pem`) and the name `istiod.istio-system.svc`,
+  presenting the workload certificate `default` from the agent's SDS;
 - static clusters `prometheus_stats` (admin), `agent` (status server 15020) and `sds-grpc`
   (the agent's SDS socket, relative to Envoy's working directory, as in Istio);
 - static listeners 0.0.0.0:15090 `/stats/prometheus` and 0.0.0.0:15021 `/healthz/ready`.
@@ -47,6 +49,7 @@ from envoy.extensions.resource_monitors.downstream_connections.v3 import (
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2
 from google.protobuf import json_format, struct_pb2
 
+from meshpilot.agent.certs.xds_tls import xds_tls_context
 from meshpilot.agent.options import SDS_SOCKET_PATH, AgentOptions
 from meshpilot.agent.stats_config import stats_config
 from meshpilot.config.duration import format_duration
@@ -290,6 +293,9 @@ def _xds_cluster(options: AgentOptions) -> cluster_pb2.Cluster:
     )
     if kind == cluster_pb2.Cluster.STRICT_DNS:
         cluster.dns_lookup_family = cluster_pb2.Cluster.V4_PREFERRED
+    if options.secure_xds:
+        cluster.transport_socket.name = "envoy.transport_sockets.tls"
+        cluster.transport_socket.typed_config.Pack(xds_tls_context(options.xds_server_name))
     return cluster
 
 

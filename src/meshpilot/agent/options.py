@@ -24,7 +24,9 @@ from meshpilot.settings import Ports
 
 __all__ = [
     "ISTIO_VERSION",
+    "ROOT_CERT_PATH",
     "SDS_SOCKET_PATH",
+    "XDS_SERVER_NAME",
     "AgentOptions",
     "InterceptionMode",
     "XdsType",
@@ -39,6 +41,9 @@ __all__ = [
 # The SDS socket, relative to Envoy's working directory, as Istio's bootstrap writes it
 # (WorkloadIdentityPath + "socket"); the agent runs Envoy in its working directory.
 SDS_SOCKET_PATH = "./var/run/secrets/workload-spiffe-uds/socket"
+# The mesh root, where Istio mounts it; the agent copies --root-cert here for Envoy.
+ROOT_CERT_PATH = "./var/run/secrets/istio/root-cert.pem"
+XDS_SERVER_NAME = "istiod.istio-system.svc"  # the name the control plane's cert carries
 
 
 def sds_socket_path(work_dir: Path) -> Path:
@@ -72,6 +77,8 @@ class AgentOptions:
     workload_name: str = ""  # empty: derived from the pod name as Istio's injector does
     interception_mode: InterceptionMode = InterceptionMode.REDIRECT
     discovery_address: str = "127.0.0.1:15010"
+    xds_tls: bool | None = None  # TLS to the control plane; None: when the port is 15012
+    xds_server_name: str = XDS_SERVER_NAME
     xds_type: XdsType = XdsType.DELTA_GRPC
     ports: Ports = field(default_factory=Ports)
     cluster_id: str = "Kubernetes"
@@ -131,6 +138,16 @@ class AgentOptions:
     @property
     def discovery_host_port(self) -> tuple[str, int]:
         return discovery_endpoint(self.discovery_address)
+
+    @property
+    def secure_xds(self) -> bool:
+        """xDS over TLS (verifying the control plane against the mesh root)? Explicit, else
+        by Istio's convention: port 15012 is TLS, 15010 plaintext."""
+        if self.xds_tls is not None:
+            return self.xds_tls
+        if self.discovery_uds is not None:
+            return False
+        return self.discovery_host_port[1] == self.ports.xds_tls
 
     @property
     def discovery_uds(self) -> str | None:

@@ -18,7 +18,15 @@ from typing import Any, TypeVar
 import click
 
 from meshpilot.agent import AgentOptions, InterceptionMode, ProxyAgent, RuntimeOptions, XdsType
-from meshpilot.agent.options import detect_node_ip, parse_label_args, read_labels_file
+from meshpilot.agent.certs.rotation import RotationPolicy
+from meshpilot.agent.certs.service import CertOptions
+from meshpilot.agent.options import (
+    detect_node_ip,
+    discovery_endpoint,
+    discovery_socket,
+    parse_label_args,
+    read_labels_file,
+)
 from meshpilot.config.duration import parse_duration
 from meshpilot.errors import MeshpilotError
 from meshpilot.model.proxy import ProxyType
@@ -69,6 +77,42 @@ _SHARED_OPTIONS = (
         metavar="ADDRESS",
         help="Control plane xDS address, host:port or unix:<socket path>  "
         f"[default: 127.0.0.1:{_DEFAULTS.xds_plaintext}].",
+    ),
+    click.option(
+        "--tls/--no-tls",
+        "xds_tls",
+        default=None,
+        help="xDS over mTLS, verifying the control plane against --root-cert "
+        f"[default: when the discovery port is {_DEFAULTS.xds_tls}].",
+    ),
+    click.option(
+        "--root-cert",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The mesh root certificate (the control plane's root-cert.pem). Turns on "
+        "workload certificates: a key made here, signed by the CA, served to Envoy over SDS.",
+    ),
+    click.option(
+        "--ca-address",
+        metavar="HOST:PORT",
+        help="The CA (Istio's CA_ADDR) [default: the discovery address, when it is TLS].",
+    ),
+    click.option(
+        "--token-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="Bootstrap token proving the pod's identity to the CA (re-read at each request).",
+    ),
+    click.option(
+        "--secret-ttl",
+        default="24h",
+        show_default=True,
+        help="Requested workload certificate lifetime (Istio's SECRET_TTL).",
+    ),
+    click.option(
+        "--secret-rotation",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.8,
+        show_default=True,
+        help="Renew the certificate at this fraction of its lifetime.",
     ),
     click.option(
         "--xds-type",
@@ -225,6 +269,7 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         workload_name=kw["workload_name"],
         interception_mode=InterceptionMode(kw.get("interception_mode") or "REDIRECT"),
         discovery_address=kw["discovery_address"] or f"127.0.0.1:{ports.xds_plaintext}",
+        xds_tls=kw["xds_tls"],
         xds_type=XdsType(kw["xds_type"]),
         ports=ports,
         cluster_id=kw["cluster_id"],
@@ -243,8 +288,38 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         use_dynamic_base_id=kw["use_dynamic_base_id"],
         run_as_proxy_uid=kw.get("run_as_proxy_uid"),
         max_restarts=kw["max_restarts"],
+        certs=_cert_options(options, kw),
     )
     return options, runtime
+
+
+def _cert_options(options: AgentOptions, kw: dict[str, Any]) -> CertOptions | None:
+    """Workload certificates: on with --root-cert; required by xDS over TLS."""
+    root = kw["root_cert"]
+    if root is None:
+        if options.secure_xds:
+            raise MeshpilotError(
+                f"xDS over TLS to {options.discovery_address} needs --root-cert "
+                "(the control plane's root-cert.pem)"
+            )
+        if kw["ca_address"] or kw["token_file"]:
+            raise MeshpilotError("--ca-address and --token-file need --root-cert")
+        return None
+    ca = kw["ca_address"] or (options.discovery_address if options.secure_xds else None)
+    if ca is None:
+        raise MeshpilotError(
+            "--ca-address is needed when xDS is plaintext (the CA listens on TLS, "
+            f"port {_DEFAULTS.xds_tls})"
+        )
+    if discovery_socket(ca) is None:  # unix:<path> reaches a CA from another netns
+        discovery_endpoint(ca)  # a clear error for a malformed address
+    ttl = round(_seconds(kw["secret_ttl"]))
+    return CertOptions(
+        ca_address=ca,
+        root_cert=root.absolute(),
+        token_file=kw["token_file"].absolute() if kw["token_file"] else None,
+        policy=RotationPolicy(ttl_s=ttl, rotate_at=kw["secret_rotation"]),
+    )
 
 
 def _seconds(text: str) -> float:

@@ -42,6 +42,7 @@ from meshpilot.proxyinfo import (
     select_listeners,
     select_routes,
 )
+from meshpilot.proxyinfo.secrets import secret_detail_table
 
 __all__ = ["proxy_config"]
 
@@ -195,11 +196,12 @@ def endpoints(request: _Request, address: str, port: int, cluster: str, status: 
 @proxy_config.command()
 @_source_options
 def secret(request: _Request) -> None:
-    """Secrets: certificate chains and trust bundles, validity and serial numbers."""
+    """Secrets: certificate chains and trust bundles, validity, serial numbers, the SPIFFE
+    identity and the chain. Private keys are never shown."""
     data = request.fetch()
     request.emit(
         data,
-        lambda: secret_table(data.dump).render(),
+        lambda: secret_detail_table(data.dump).render(),
         lambda: data.dump.section("SecretsConfigDump"),
     )
 

@@ -1,5 +1,7 @@
 """`proxy-config secret`: istioctl's summary (RESOURCE NAME, TYPE, STATUS, VALID CERT,
-SERIAL NUMBER, NOT AFTER, NOT BEFORE), read from the certificates with `cryptography`.
+SERIAL NUMBER, NOT AFTER, NOT BEFORE), read from the certificates with `cryptography`; the
+detail table adds the workload's IDENTITY (SPIFFE id, else the subject) and the CHAIN
+(how many certificates, and who issued the first).
 
 Only certificates are read: a workload certificate chain, or a trust bundle. Private keys
 are never decoded or shown (Envoy and the control plane redact them anyway).
@@ -18,11 +20,21 @@ from meshpilot.proxyinfo.dump import ConfigDump, DumpedSecret
 from meshpilot.proxyinfo.fields import JsonObject, obj, text
 from meshpilot.proxyinfo.table import Table
 
-__all__ = ["COLUMNS", "CertInfo", "SecretRow", "read_certificate", "secret_rows", "secret_table"]
+__all__ = [
+    "COLUMNS",
+    "DETAIL_COLUMNS",
+    "CertInfo",
+    "SecretRow",
+    "read_certificate",
+    "secret_detail_table",
+    "secret_rows",
+    "secret_table",
+]
 
 COLUMNS = (
     "RESOURCE NAME", "TYPE", "STATUS", "VALID CERT", "SERIAL NUMBER", "NOT AFTER", "NOT BEFORE",
 )  # fmt: skip
+DETAIL_COLUMNS = (*COLUMNS, "IDENTITY", "CHAIN")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +45,14 @@ class CertInfo:
     serial_number: str  # lowercase hex, as istioctl prints it
     not_before: datetime
     not_after: datetime
+    identity: str = ""  # the SPIFFE id (URI SAN), else the subject
+    chain_length: int = 1
+    issuer: str = ""
+
+    @property
+    def chain(self) -> str:
+        count = f"{self.chain_length} cert" + ("s" if self.chain_length > 1 else "")
+        return f"{count}, issued by {self.issuer}" if self.issuer else count
 
     def valid_at(self, now: datetime) -> bool:
         return self.not_before <= now <= self.not_after
@@ -57,6 +77,11 @@ class SecretRow:
             _rfc3339(cert.not_after),
             _rfc3339(cert.not_before),
         )
+
+    def detail_cells(self, now: datetime) -> tuple[str, ...]:
+        if self.cert is None:
+            return (*self.cells(now), "", "")
+        return (*self.cells(now), self.cert.identity, self.cert.chain)
 
 
 def _rfc3339(moment: datetime) -> str:
@@ -83,9 +108,10 @@ def read_certificate(pem: bytes) -> CertInfo | None:
     if b"-----BEGIN CERTIFICATE-----" not in pem:
         return None
     try:
-        cert = x509.load_pem_x509_certificates(pem)[0]
+        chain = x509.load_pem_x509_certificates(pem)
     except ValueError:
         return None
+    cert = chain[0]
     try:
         is_ca = cert.extensions.get_extension_for_class(x509.BasicConstraints).value.ca
     except (x509.ExtensionNotFound, ValueError):
@@ -95,7 +121,19 @@ def read_certificate(pem: bytes) -> CertInfo | None:
         serial_number=f"{cert.serial_number:x}",
         not_before=cert.not_valid_before_utc,
         not_after=cert.not_valid_after_utc,
+        identity=_identity(cert),
+        chain_length=len(chain),
+        issuer=cert.issuer.rfc4514_string(),
     )
+
+
+def _identity(cert: x509.Certificate) -> str:
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (x509.ExtensionNotFound, ValueError):
+        san = None
+    uris = san.get_values_for_type(x509.UniformResourceIdentifier) if san else []
+    return str(uris[0]) if uris else cert.subject.rfc4514_string()
 
 
 def secret_rows(dump: ConfigDump) -> list[SecretRow]:
@@ -109,3 +147,9 @@ def _row(dumped: DumpedSecret) -> SecretRow:
 def secret_table(dump: ConfigDump, now: datetime | None = None) -> Table:
     moment = now or datetime.now(UTC)
     return Table.of(COLUMNS, (row.cells(moment) for row in secret_rows(dump)))
+
+
+def secret_detail_table(dump: ConfigDump, now: datetime | None = None) -> Table:
+    """istioctl's columns, then IDENTITY and CHAIN."""
+    moment = now or datetime.now(UTC)
+    return Table.of(DETAIL_COLUMNS, (row.detail_cells(moment) for row in secret_rows(dump)))

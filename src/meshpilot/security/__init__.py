@@ -1,1 +1,12 @@
-"""The mesh's security: CA, workload identities (SPIFFE), certificate signing and rotation."""
+"""The mesh's security: CA, workload identities (SPIFFE), certificate signing and rotation.
+
+identity.py       SpiffeId: spiffe://<trust-domain>/ns/<ns>/sa/<sa>
+certs.py          keys, root/intermediate/leaf certificates, PEM
+ca_material.py    the CA dir (generated root, persisted 0600) or a plugged-in cacerts CA
+ca.py             CertificateAuthority.sign(csr, identity, ttl): X.509 SVIDs
+tokens.py         bootstrap tokens (HMAC-SHA256 JWTs) proving a pod's identity
+caller.py         who calls: bearer token or client certificate
+csr_service.py    istio.v1.auth.IstioCertificateService/CreateCertificate (grpc.aio)
+secure_server.py  the control plane's TLS ports: ADS and the CA
+ca_api.py         Istio's CA API messages
+"""

@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 from meshpilot.agent.bootstrap import bootstrap_dict, bootstrap_json, build_bootstrap, node_metadata
-from meshpilot.agent.options import AgentOptions, InterceptionMode, XdsType
+from meshpilot.agent.options import ROOT_CERT_PATH, AgentOptions, InterceptionMode, XdsType
 from meshpilot.envoy.binary import envoy_binary as proxy_binary
 from meshpilot.model.proxy import ProxyType, parse_node_id
 from meshpilot.settings import Ports
+from tests.unit.agent.ca_server import LocalCa
 
 GOLDEN = Path(__file__).parent / "golden"
 REFRESH = os.environ.get("REFRESH_GOLDEN") == "1"
@@ -93,7 +94,12 @@ def test_node_id_is_what_the_control_plane_parses(case: str) -> None:
 @pytest.mark.parametrize("case", CASES)
 def test_envoy_accepts(case: str, tmp_path: Path) -> None:
     config = tmp_path / "envoy-rev.json"
-    config.write_text(bootstrap_json(build_bootstrap(load_options(case))))
+    options = load_options(case)
+    config.write_text(bootstrap_json(build_bootstrap(options)))
+    if options.secure_xds:  # the agent copies the mesh root there; Envoy checks it exists
+        root = tmp_path / ROOT_CERT_PATH
+        root.parent.mkdir(parents=True)
+        root.write_bytes(LocalCa.create().root_pem)
     result = subprocess.run(
         [str(proxy_binary()), "--mode", "validate", "-c", str(config), "-l", "error"],
         cwd=tmp_path,

@@ -1,0 +1,170 @@
+"""The control plane's TLS port (istiod's 15012): ADS and the CA behind the mesh root.
+
+    15012  TLS, serving certificate istiod.istio-system.svc (+ localhost, 127.0.0.1) signed by
+           the mesh CA; callers prove who they are with a bearer token
+    15013  the same services, client certificate required and verified against the root:
+           renewal by the current certificate
+
+Why two ports: Istio serves both on 15012 with "verify a client certificate if given", but
+gRPC Python offers only "never ask" or "require" for client certificates. 15013 is not an
+Istio port; Istio's agent renews with its token on 15012, which works here too.
+
+ADS is the same stream handler as the plaintext port (DiscoveryServer.stream), registered
+through a generic handler so that xds/server.py stays the only importer of *_pb2_grpc.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import grpc
+from envoy.service.discovery.v3 import discovery_pb2
+
+from meshpilot.security.ca import CertificateAuthority
+from meshpilot.security.csr_service import CsrService
+from meshpilot.security.files import write_public
+from meshpilot.security.tokens import TokenAuthority
+from meshpilot.settings import Settings
+from meshpilot.xds.grpc_service import remove_stale_socket
+
+__all__ = ["ISTIOD_DNS_NAMES", "AdsStreams", "SecureServer", "start_secure_server"]
+
+log = logging.getLogger(__name__)
+
+ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+# istiod's serving certificate names; proxies verify `istiod.istio-system.svc`.
+ISTIOD_DNS_NAMES = ("istiod.istio-system.svc", "istiod.istio-system", "istiod", "localhost")
+_OPTIONS = [
+    ("grpc.so_reuseport", 0),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+]
+
+
+class AdsStreams(Protocol):
+    """What serves one ADS stream (meshpilot.xds.server.DiscoveryServer)."""
+
+    def stream(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, delta: bool
+    ) -> AsyncIterator[Any]: ...
+
+
+def _ads_handler(ads: AdsStreams) -> grpc.GenericRpcHandler:
+    async def sotw(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+        async for response in ads.stream(requests, context, delta=False):
+            yield response
+
+    async def delta(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
+        async for response in ads.stream(requests, context, delta=True):
+            yield response
+
+    return grpc.method_handlers_generic_handler(
+        ADS_SERVICE,
+        {
+            "StreamAggregatedResources": grpc.stream_stream_rpc_method_handler(
+                sotw,
+                request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
+                response_serializer=discovery_pb2.DiscoveryResponse.SerializeToString,
+            ),
+            "DeltaAggregatedResources": grpc.stream_stream_rpc_method_handler(
+                delta,
+                request_deserializer=discovery_pb2.DeltaDiscoveryRequest.FromString,
+                response_serializer=discovery_pb2.DeltaDiscoveryResponse.SerializeToString,
+            ),
+        },
+    )
+
+
+class SecureServer:
+    def __init__(
+        self,
+        ca: CertificateAuthority,
+        tokens: TokenAuthority,
+        ads: AdsStreams | None = None,
+        ips: Sequence[str] = ("127.0.0.1",),
+    ) -> None:
+        self.ca = ca
+        self.csr = CsrService(ca, tokens)
+        self._ads = ads
+        self._ips = tuple(ips)
+        self._grpc: grpc.aio.Server | None = None
+        self.port = 0
+        self.mtls_port = 0
+
+    async def start(self, host: str, port: int, mtls_port: int | None = None, uds: str = "") -> int:
+        """Serve on host:port (TLS) and, unless None, host:mtls_port (client certificate
+        required), and on the Unix socket `uds` if given (TLS, as host:port); returns the
+        TLS port. Port 0: any free port."""
+        server = grpc.aio.server(options=_OPTIONS)
+        server.add_generic_rpc_handlers([self.csr.handler()])
+        if self._ads is not None:
+            server.add_generic_rpc_handlers([_ads_handler(self._ads)])
+        ips = [ip for ip in (*self._ips, host) if ip not in ("0.0.0.0", "::")]
+        creds = self.ca.serving_credentials(ISTIOD_DNS_NAMES, sorted(set(ips)))
+        pair = [(creds.key_pem, creds.chain_pem)]
+        self.port = _bind(server, host, port, grpc.ssl_server_credentials(pair))
+        if uds:
+            remove_stale_socket(uds)
+            _bind_address(server, f"unix:{uds}", grpc.ssl_server_credentials(pair))
+        if mtls_port is not None:
+            mutual = grpc.ssl_server_credentials(
+                pair, root_certificates=self.ca.root_pem, require_client_auth=True
+            )
+            self.mtls_port = _bind(server, host, mtls_port, mutual)
+        await server.start()
+        self._grpc = server
+        log.info(
+            "secure xDS and CA on %s:%d (TLS)%s",
+            host,
+            self.port,
+            f" and :{self.mtls_port} (client certificate required)" if self.mtls_port else "",
+        )
+        return self.port
+
+    async def stop(self, grace: float = 1.0) -> None:
+        if self._grpc is not None:
+            await self._grpc.stop(grace)
+            self._grpc = None
+
+
+def _bind(server: grpc.aio.Server, host: str, port: int, creds: grpc.ServerCredentials) -> int:
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    return _bind_address(server, address, creds)
+
+
+def _bind_address(server: grpc.aio.Server, address: str, creds: grpc.ServerCredentials) -> int:
+    try:
+        bound = server.add_secure_port(address, creds)
+    except RuntimeError as exc:  # grpc's way of saying the bind failed
+        raise OSError(f"cannot listen on {address} (address in use?)") from exc
+    if not bound:
+        raise OSError(f"cannot listen on {address}")
+    return int(bound)
+
+
+async def start_secure_server(settings: Settings, ads: AdsStreams | None) -> SecureServer:
+    """Open the CA of `settings.ca_dir` (or the plugged-in `settings.cacerts`), publish the
+    root, and serve the TLS ports; CaError (a MeshpilotError) if the CA cannot be used."""
+    ca_dir = Path(settings.ca_dir).expanduser()
+    cacerts = Path(settings.cacerts).expanduser() if settings.cacerts else None
+    ca = await asyncio.to_thread(CertificateAuthority.open, ca_dir, cacerts, settings.trust_domain)
+    tokens = await asyncio.to_thread(TokenAuthority.open, ca_dir)
+    if settings.root_cert_out:
+        out = Path(settings.root_cert_out).expanduser()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_public(out, ca.root_pem)
+    server = SecureServer(ca, tokens, ads)
+    await server.start(
+        settings.listen_address,
+        settings.ports.xds_tls,
+        settings.ports.xds_mtls,
+        uds=settings.secure_uds,
+    )
+    log.info(
+        "CA: root certificate for proxies: %s", settings.root_cert_out or ca_dir / "root-cert.pem"
+    )
+    return server
