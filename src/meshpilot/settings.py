@@ -10,7 +10,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["Ports", "Settings"]
+__all__ = ["STORE_ENV", "Ports", "Settings", "default_ca_dir", "default_store_dir"]
+
+STORE_ENV = "MESHPILOT_STORE"  # the live store directory of apply/get/delete, gitops, discovery
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,7 +20,8 @@ class Ports:
     """Istio's well-known ports (DESIGN.md)."""
 
     xds_plaintext: int = 15010  # control plane: gRPC xDS
-    xds_tls: int = 15012  # control plane: xDS + CA over mTLS
+    xds_tls: int = 15012  # control plane: xDS + CA over TLS (token or client certificate)
+    xds_mtls: int = 15013  # control plane: the same, client certificate required (renewal)
     monitoring: int = 15014  # control plane: debug HTTP + Prometheus metrics
     webhook: int = 15017  # control plane: injection webhook
     envoy_admin: int = 15000  # proxy: Envoy admin, loopback only
@@ -46,6 +49,15 @@ class Settings:
     # Also serve plaintext xDS on this Unix socket (Envoys in other network namespaces
     # share the filesystem, not the loopback); empty: TCP only.
     xds_uds: str = ""
+    # The CA (security/): its private directory (0700: keys, token key), a plugged-in CA in
+    # Istio's cacerts layout (directory or Secret YAML), and an extra public copy of the root.
+    # Empty ca_dir: no CA and no TLS ports (library default; the CLI sets default_ca_dir()).
+    ca_dir: str = ""
+    cacerts: str = ""
+    root_cert_out: str = ""
+    # Also serve the TLS port (xDS + CA) on this Unix socket: pods in other network
+    # namespaces reach it without a listener on a shared address. Empty: TCP only.
+    secure_uds: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -58,7 +70,20 @@ class Settings:
             settings = replace(settings, debounce_max=_seconds(env["PILOT_DEBOUNCE_MAX"]))
         if "PILOT_PUSH_THROTTLE" in env:
             settings = replace(settings, push_concurrency=int(env["PILOT_PUSH_THROTTLE"]))
+        if "MESHPILOT_CA_DIR" in env:
+            settings = replace(settings, ca_dir=env["MESHPILOT_CA_DIR"])
         return settings
+
+
+def default_ca_dir() -> str:
+    """Where `meshpilot discovery` keeps its CA unless told otherwise (MESHPILOT_CA_DIR)."""
+    return os.path.expanduser("~/.meshpilot/ca")
+
+
+def default_store_dir(env: Mapping[str, str] | None = None) -> str:
+    """The live store directory: $MESHPILOT_STORE, else ~/.meshpilot/store."""
+    env = os.environ if env is None else env
+    return env.get(STORE_ENV) or os.path.expanduser("~/.meshpilot/store")
 
 
 def _seconds(text: str) -> float:

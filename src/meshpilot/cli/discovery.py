@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import click
 
-from meshpilot.cli.common import files_option
+from meshpilot.cli.token import CaOptions, ca_options
 from meshpilot.config.duration import parse_duration
 from meshpilot.discovery import run_discovery
 from meshpilot.errors import MeshpilotError
@@ -28,7 +28,15 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 
 
 @click.command()
-@files_option
+@click.option(
+    "-f",
+    "--filename",
+    "filenames",
+    multiple=True,
+    metavar="PATH",
+    help="YAML/JSON file or directory to serve and watch (repeatable).",
+)
+@click.option("--store", "store_dir", metavar="DIR", help="Serve a live store directory instead.")
 @click.option(
     "--listen-address",
     metavar="IP",
@@ -42,12 +50,18 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Also serve plaintext xDS on this Unix socket (for proxies in other network namespaces).",
 )
 @click.option(
+    "--secure-uds",
+    metavar="PATH",
+    help="Also serve the TLS port (xDS + CA, token auth) on this Unix socket.",
+)
+@click.option(
     "--debounce",
     callback=_duration,
     metavar="DURATION",
     help="Quiet time that ends a burst of changes before a push, e.g. 100ms "
     "(Istio's PILOT_DEBOUNCE_AFTER).",
 )
+@ca_options
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
@@ -56,15 +70,20 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 )
 def discovery(
     filenames: tuple[str, ...],
+    store_dir: str | None,
     listen_address: str | None,
     xds_port: int | None,
     monitoring_port: int | None,
     xds_uds: str | None,
+    secure_uds: str | None,
     debounce: float | None,
+    ca: CaOptions,
     log_level: str,
 ) -> None:
     """Serve Envoy configuration (ADS, SotW and Delta) for the config in the files, and
     push changes to connected proxies as the files change."""
+    if bool(filenames) == bool(store_dir):
+        raise click.UsageError("give -f PATH (files to watch) or --store DIR, one of them")
     settings = Settings.from_env()
     ports = settings.ports
     if xds_port is not None:
@@ -76,15 +95,18 @@ def discovery(
         settings = replace(settings, listen_address=listen_address)
     if xds_uds:
         settings = replace(settings, xds_uds=xds_uds)
+    if secure_uds:
+        settings = replace(settings, secure_uds=secure_uds)
     if debounce is not None:
         settings = replace(settings, debounce_after=debounce)
+    settings = ca.apply(settings, moved_ports=xds_port is not None)
     logging.basicConfig(
         level=log_level.upper(),
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     try:
-        asyncio.run(run_discovery(filenames, settings))
+        asyncio.run(run_discovery(filenames, settings, store_dir))
     except MeshpilotError as exc:
         raise click.ClickException(str(exc)) from exc
     except OSError as exc:

@@ -11,12 +11,16 @@ from meshpilot import __version__
 from meshpilot.cli.analyze import analyze
 from meshpilot.cli.demo import demo
 from meshpilot.cli.discovery import discovery
+from meshpilot.cli.gitops import gitops
 from meshpilot.cli.iptables import iptables
+from meshpilot.cli.live import apply, delete, get
 from meshpilot.cli.proxy import proxy
 from meshpilot.cli.proxy_config import proxy_config
 from meshpilot.cli.proxy_status import proxy_status
+from meshpilot.cli.token import token
 from meshpilot.cli.translate import translate
 from meshpilot.errors import MeshpilotError
+from meshpilot.gitops.model import register_gitops_kinds
 
 __all__ = ["cli", "main"]
 
@@ -27,6 +31,7 @@ DEBUG_ENV = "MESHPILOT_DEBUG"  # set to 1 to see the traceback of an internal er
 @click.version_option(__version__, prog_name="meshpilot")
 def cli() -> None:
     """meshpilot: Istio-compatible service mesh and GitOps delivery engine."""
+    register_gitops_kinds()  # the store and the loader know Application and AppProject
 
 
 @cli.command()
@@ -43,6 +48,11 @@ cli.add_command(iptables)
 cli.add_command(proxy)
 cli.add_command(proxy_status)
 cli.add_command(proxy_config)
+cli.add_command(apply)
+cli.add_command(get)
+cli.add_command(delete)
+cli.add_command(gitops)
+cli.add_command(token)
 
 
 def main() -> None:

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import signal
 from collections.abc import Sequence
 from pathlib import Path
 
 from meshpilot.discovery.debug_api import debug_routes
-from meshpilot.discovery.http import HttpServer
+from meshpilot.discovery.http import HttpRequest, HttpResponse, HttpServer, Route
+from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
+from meshpilot.store.directory import DirectoryStore
 from meshpilot.store.files import FileStore
 from meshpilot.xds.server import DiscoveryServer
 
@@ -27,12 +30,21 @@ log = logging.getLogger(__name__)
 
 
 class Discovery:
-    def __init__(self, paths: Sequence[str | Path], settings: Settings | None = None) -> None:
+    def __init__(
+        self,
+        paths: Sequence[str | Path],
+        settings: Settings | None = None,
+        store: FileStore | DirectoryStore | None = None,
+    ) -> None:
         self.settings = settings or Settings()
-        self.store = FileStore(paths, self.settings.file_poll_interval)
+        # A live store (`--store DIR`) or the watched -f files.
+        self.store = store or FileStore(paths, self.settings.file_poll_interval)
         self.server = DiscoveryServer(self.store, self.settings)
-        self.http = HttpServer(debug_routes(self.server, self.store))
+        routes = debug_routes(self.server, self.store)
+        routes["/metrics"] = self._with_ca_metrics(routes["/metrics"])
+        self.http = HttpServer(routes)
         self._watch: asyncio.Task[None] | None = None
+        self.secure: SecureServer | None = None  # 15012: ADS + CA over TLS (with ca_dir)
 
     @property
     def xds_port(self) -> int:
@@ -42,14 +54,30 @@ class Discovery:
     def monitoring_port(self) -> int:
         return self.http.port
 
+    def _with_ca_metrics(self, inner: Route) -> Route:
+        """/metrics plus the CA's citadel_server_* counters once the CA runs."""
+
+        async def metrics(request: HttpRequest) -> HttpResponse:
+            response = await inner(request)
+            if self.secure is None:
+                return response
+            extra = self.secure.csr.metrics.render().encode()
+            return dataclasses.replace(response, body=response.body + extra)
+
+        return metrics
+
     async def start(self) -> None:
         """Read the files (MeshpilotError if they cannot be read at all), then serve."""
         await asyncio.to_thread(self.store.load)
         host = self.settings.listen_address
         await self.server.start(host, self.settings.ports.xds_plaintext)
         try:
+            if self.settings.ca_dir:
+                self.secure = await start_secure_server(self.settings, self.server)
             await self.http.start(host, self.settings.ports.monitoring)
-        except OSError:
+        except BaseException:
+            if self.secure is not None:
+                await self.secure.stop(0)
             await self.server.stop(0)
             raise
         self._watch = asyncio.create_task(self.store.watch())
@@ -64,12 +92,17 @@ class Discovery:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watch
         await self.server.stop(grace)
+        if self.secure is not None:
+            await self.secure.stop(grace)
         await self.http.stop()
 
 
-async def run_discovery(paths: Sequence[str | Path], settings: Settings | None = None) -> None:
+async def run_discovery(
+    paths: Sequence[str | Path], settings: Settings | None = None, store_dir: str | None = None
+) -> None:
     """Serve until SIGTERM or SIGINT, then stop cleanly."""
-    discovery = Discovery(paths, settings)
+    store = DirectoryStore(store_dir) if store_dir else None
+    discovery = Discovery(paths, settings, store)
     await discovery.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -1,0 +1,219 @@
+"""B9 subset (and B8's idle/webhook parts) for the GitOps controller, one run:
+
+    python bench/gitops.py [--apps 100] [--drifts 20] [--pushes 10] [--json FILE]
+
+World: a local git repo with N app directories (Service, DestinationRule, VirtualService,
+two ConfigMaps each), a real DirectoryStore, N Applications (automated, prune, selfHeal,
+`manifest-generate-paths: .`), the controller in-process (self-heal timeout 0, resync 5 s).
+- drift: another store handle rewrites one app's VirtualService (an out-of-band `apply`);
+  timed from the store change event the controller receives to (a) the app's status
+  written OutOfSync and (b) the VirtualService restored (self-heal complete);
+- idle: CPU seconds (ours + git children) per reconcile of all N unchanged apps;
+- webhook: commit to one app's directory, POST a GitHub push payload to /api/webhook,
+  time to the app Synced at the new commit; baseline in the same run: `git fetch` of that
+  commit into a warm mirror + render of the same path with an empty manifest cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import resource
+import statistics
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.gitops_fixtures import make_repo
+
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
+from meshpilot.config.yaml_source import RawDocument
+from meshpilot.gitops.controller import CachingRepoService, Controller, ControllerSettings
+from meshpilot.gitops.model import register_gitops_kinds
+from meshpilot.gitops.render import Renderer, RendererConfig, RenderRequest
+from meshpilot.gitops.repo import RepoService
+from meshpilot.gitops.server import GitopsServer
+from meshpilot.store.base import ChangeEvent
+from meshpilot.store.directory import DirectoryStore
+
+
+def files_for(i: int, weight: int) -> dict[str, str]:
+    ns, name = f"ns{i}", f"svc{i}"
+    return {
+        f"apps/a{i}/svc.yaml": f"apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\n"
+        f"spec:\n  ports: [{{port: 80, name: http}}]\n",
+        f"apps/a{i}/dr.yaml": f"apiVersion: networking.istio.io/v1\nkind: DestinationRule\n"
+        f"metadata: {{name: {name}}}\nspec:\n  host: {name}\n",
+        f"apps/a{i}/vs.yaml": f"apiVersion: networking.istio.io/v1\nkind: VirtualService\n"
+        f"metadata: {{name: {name}}}\nspec:\n  hosts: [{name}]\n  http:\n  - route:\n"
+        f"    - destination: {{host: {name}}}\n      weight: {weight}\n"
+        f"    - destination: {{host: {name}.{ns}.svc.cluster.local}}\n"
+        f"      weight: {100 - weight}\n",
+        f"apps/a{i}/cm1.yaml": f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c1-{i}}}\n"
+        f"data: {{k: v}}\n",
+        f"apps/a{i}/cm2.yaml": f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c2-{i}}}\n"
+        f"data: {{k: v}}\n",
+    }
+
+
+def app(i: int, repo: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Application",
+        "metadata": {"name": f"a{i}", "namespace": "argocd",
+                     "annotations": {"argocd.argoproj.io/manifest-generate-paths": "."}},
+        "spec": {
+            "project": "default",
+            "source": {"repoURL": repo, "path": f"apps/a{i}", "targetRevision": "main"},
+            "destination": {"server": "https://kubernetes.default.svc", "namespace": f"ns{i}"},
+            "syncPolicy": {"automated": {"prune": True, "selfHeal": True}},
+        },
+    }  # fmt: skip
+
+
+def cpu() -> float:
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(p * (len(values) - 1)))]
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    register_gitops_kinds()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-gitops-"))
+    files: dict[str, str] = {}
+    for i in range(args.apps):
+        files.update(files_for(i, 100))
+    repo = make_repo(tmp / "repo", files)
+    store = DirectoryStore(tmp / "store", poll_interval=0.02)
+    other = DirectoryStore(tmp / "store")
+    renderer = Renderer(CachingRepoService(tmp / "cache"), RendererConfig(temp_dir=tmp))
+    settings = ControllerSettings(app_resync=args.resync, self_heal_timeout=0.0)
+    controller = Controller(store, renderer, settings)
+    server = GitopsServer(controller)
+    marks: dict[str, float] = {}
+
+    def on_change(event: ChangeEvent) -> None:  # in the thread that saw the write
+        now = time.monotonic()
+        for key in event.keys:
+            if key.kind is Kind.APPLICATION:
+                status = (store.manifest(key) or {}).get("status") or {}
+                sync = status.get("sync") or {}
+                marks.setdefault(f"{key.name}:{sync.get('status')}:{sync.get('revision')}", now)
+            else:
+                marks.setdefault(f"obj:{key.name}:{store.snapshot().version}", now)
+                marks[f"last:{key.kind}:{key.namespace}/{key.name}"] = now
+
+    store.subscribe(on_change)
+    task = asyncio.create_task(controller.run())
+    port = await server.start("127.0.0.1", 0)
+    other.apply(
+        [RawDocument("<bench>", i + 1, app(i, str(repo.path)), {}) for i in range(args.apps)]
+    )
+    head = repo.git("rev-parse", "HEAD")
+    t0 = time.monotonic()
+    while not all(f"a{i}:Synced:{head}" in marks for i in range(args.apps)):
+        await asyncio.sleep(0.05)
+    first_sync = time.monotonic() - t0
+
+    detect, heal = [], []
+    for r in range(args.drifts):
+        i = r % args.apps
+        doc = {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+               "metadata": {"name": f"svc{i}", "namespace": f"ns{i}"},
+               "spec": {"hosts": [f"svc{i}"], "http": [{"route": [
+                   {"destination": {"host": f"svc{i}"}, "weight": 50},
+                   {"destination": {"host": f"svc{i}.ns{i}.svc.cluster.local"},
+                    "weight": 50}]}]}}  # fmt: skip
+        key = f"last:VirtualService:ns{i}/svc{i}"
+        marks.pop(f"a{i}:OutOfSync:{head}", None)
+        marks.pop(key, None)
+        other.apply([RawDocument("<drift>", 1, doc, {})])
+        while key not in marks:
+            await asyncio.sleep(0.005)
+        event_at = marks[key]
+        while f"a{i}:OutOfSync:{head}" not in marks:
+            await asyncio.sleep(0.005)
+        detect.append(marks[f"a{i}:OutOfSync:{head}"] - event_at)
+        vs_key = ConfigKey(Kind.VIRTUAL_SERVICE, f"ns{i}", f"svc{i}")
+        while True:
+            live = store.manifest(vs_key) or {}
+            if live["spec"]["http"][0]["route"][0].get("weight") == 100:
+                break
+            await asyncio.sleep(0.005)
+        heal.append(marks[key] - event_at)
+        await asyncio.sleep(0.05)
+
+    # idle: unchanged apps reconciled by the resync only
+    await asyncio.sleep(args.resync + 1)
+    c0, n0 = cpu(), controller.metrics.reconciles
+    await asyncio.sleep(2 * args.resync)
+    idle_cpu = cpu() - c0
+    idle_reconciles = controller.metrics.reconciles - n0
+    per_pass = idle_cpu / max(idle_reconciles, 1) * args.apps
+
+    webhook, baseline = [], []
+    mirror = RepoService(tmp / "baseline-cache")
+    mirror.resolve(str(repo.path), "main")
+    for r in range(args.pushes):
+        i = (r * 7) % args.apps
+        sha = repo.commit({f"apps/a{i}/vs.yaml": files_for(i, 90 - r)[f"apps/a{i}/vs.yaml"]})
+        body = json.dumps({"ref": "refs/heads/main", "after": sha,
+                           "repository": {"clone_url": str(repo.path), "default_branch": "main"},
+                           "commits": [{"modified": [f"apps/a{i}/vs.yaml"]}]}).encode()  # fmt: skip
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/webhook", body,
+                                         {"X-GitHub-Event": "push"}, method="POST")  # fmt: skip
+        start = time.monotonic()
+        await asyncio.to_thread(lambda rq=request: urllib.request.urlopen(rq, timeout=10).read())
+        while f"a{i}:Synced:{sha}" not in marks:
+            await asyncio.sleep(0.002)
+        webhook.append(marks[f"a{i}:Synced:{sha}"] - start)
+        b0 = time.monotonic()
+        commit = mirror.resolve(str(repo.path), "main")  # ls-remote + fetch
+        fresh = Renderer(mirror, RendererConfig(temp_dir=tmp))
+        fresh.render(RenderRequest(repo_url=str(repo.path), revision=commit, path=f"apps/a{i}"))
+        baseline.append(time.monotonic() - b0)
+        await asyncio.sleep(0.1)
+
+    await server.stop()
+    controller.stop()
+    await task
+    return {
+        "apps": args.apps,
+        "objects_per_app": 5,
+        "initial_sync_all_s": round(first_sync, 3),
+        "drift_detect_ms_p50": round(statistics.median(detect) * 1000, 1),
+        "drift_detect_ms_p99": round(pct(detect, 0.99) * 1000, 1),
+        "self_heal_ms_p50": round(statistics.median(heal) * 1000, 1),
+        "self_heal_ms_p99": round(pct(heal, 0.99) * 1000, 1),
+        "idle_cpu_s_per_pass_of_all_apps": round(per_pass, 3),
+        "idle_reconciles_measured": idle_reconciles,
+        "webhook_to_synced_ms_p50": round(statistics.median(webhook) * 1000, 1),
+        "webhook_to_synced_ms_p99": round(pct(webhook, 0.99) * 1000, 1),
+        "baseline_fetch_render_ms_p50": round(statistics.median(baseline) * 1000, 1),
+        "ratio_p50": round(statistics.median(webhook) / statistics.median(baseline), 2),
+    }
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--apps", type=int, default=100)
+    parser.add_argument("--drifts", type=int, default=20)
+    parser.add_argument("--pushes", type=int, default=10)
+    parser.add_argument("--resync", type=float, default=5.0)
+    parser.add_argument("--json", default="")
+    result = asyncio.run(main(parser.parse_args()))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if parser.parse_args().json:
+        Path(parser.parse_args().json).write_text(text + "\n")

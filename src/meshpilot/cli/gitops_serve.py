@@ -1,0 +1,197 @@
+"""`meshpilot gitops serve`: the application controller and its HTTP API in one process
+(Argo CD's application-controller + argocd-server, trimmed).
+
+    meshpilot gitops serve [--store DIR] [--listen 127.0.0.1:8080] [--app-resync 180s]
+                           [--self-heal-timeout 5s] [--notifications FILE] [--repo-cache DIR]
+
+Reconciles every Application in the store (resync interval, push webhooks at
+/api/webhook, drift from the store's change feed), syncs automated apps, sends
+notifications (from --notifications FILE, else the store's argocd-notifications-cm), and
+serves the JSON API that `gitops ... --server URL` uses. Webhook secrets come from
+$MESHPILOT_WEBHOOK_GITHUB_SECRET / $MESHPILOT_WEBHOOK_GITLAB_SECRET, else the store's
+`argocd-secret` (`webhook.github.secret`, `webhook.gitlab.secret`). SIGTERM or SIGINT stop
+it cleanly: the running reconciles finish, queued notifications are sent (5 s at most).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+import os
+import signal
+from pathlib import Path
+
+import click
+
+from meshpilot.cli.live import open_store, store_option, user_errors
+from meshpilot.config.duration import parse_duration
+from meshpilot.config.kinds import Kind
+from meshpilot.gitops.controller import CachingRepoService, Controller, ControllerSettings
+from meshpilot.gitops.model import register_gitops_kinds
+from meshpilot.gitops.notify import (
+    CONFIGMAP_NAME,
+    SECRET_NAME,
+    NotificationConfig,
+    Notifier,
+    PullRequestIndex,
+    Redactor,
+    load_notifications_file,
+    parse_notifications,
+    secret_values,
+)
+from meshpilot.gitops.render import Renderer, RendererConfig
+from meshpilot.gitops.render.sops import load_identities
+from meshpilot.gitops.server import GitopsServer, WebhookSecrets
+from meshpilot.gitops.source import ChartDetector, chart_detector
+from meshpilot.store.directory import DirectoryStore
+
+__all__ = ["serve"]
+
+log = logging.getLogger(__name__)
+
+
+def _seconds(value: str, name: str) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return parse_duration(value) / 1e9
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=name) from None
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    try:
+        return host or "127.0.0.1", int(port)
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint="--listen") from None
+
+
+def _store_data(store: DirectoryStore, kind: Kind, name: str) -> dict[str, object] | None:
+    for obj in store.snapshot().of_kind(kind):
+        if obj.name == name:
+            return store.manifest(obj.key)
+    return None
+
+
+def _notifications(store: DirectoryStore, path: str | None) -> NotificationConfig:
+    if path:
+        return load_notifications_file(path)
+    configmap = _store_data(store, Kind.CONFIG_MAP, CONFIGMAP_NAME)
+    if configmap is None:
+        return NotificationConfig()
+    return parse_notifications(configmap, _store_data(store, Kind.SECRET, SECRET_NAME))
+
+
+def _webhook_secrets(store: DirectoryStore) -> WebhookSecrets:
+    secret = _store_data(store, Kind.SECRET, "argocd-secret") or {}
+    data = secret.get("data") if isinstance(secret.get("data"), dict) else {}
+
+    def stored(key: str) -> str:
+        value = (data or {}).get(key) if isinstance(data, dict) else None
+        try:
+            return base64.b64decode(str(value)).decode() if value else ""
+        except (binascii.Error, UnicodeDecodeError):
+            return ""
+
+    return WebhookSecrets(
+        github=os.environ.get("MESHPILOT_WEBHOOK_GITHUB_SECRET") or stored("webhook.github.secret"),
+        gitlab=os.environ.get("MESHPILOT_WEBHOOK_GITLAB_SECRET") or stored("webhook.gitlab.secret"),
+    )
+
+
+@click.command("serve")
+@store_option
+@click.option("--listen", default="127.0.0.1:8080", show_default=True, help="API address.")
+@click.option(
+    "--app-resync",
+    default="180s",
+    show_default=True,
+    help="Reconcile interval of unchanged apps (Argo CD's timeout.reconciliation).",
+)
+@click.option(
+    "--self-heal-timeout",
+    default="5s",
+    show_default=True,
+    help="Wait after a sync before selfHeal undoes drift again.",
+)
+@click.option(
+    "--notifications",
+    "notifications_file",
+    metavar="FILE",
+    help="argocd-notifications-cm (+ Secret) YAML; default: the store's.",
+)
+@click.option(
+    "--repo-cache",
+    metavar="DIR",
+    help="Where repositories are cloned.  [default: <store>/.gitops/repo-cache]",
+)
+@user_errors
+def serve(
+    store_dir: str | None, listen: str, app_resync: str, self_heal_timeout: str,
+    notifications_file: str | None, repo_cache: str | None,
+) -> None:  # fmt: skip
+    """Run the GitOps controller and API (argocd-application-controller + server)."""
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    register_gitops_kinds()
+    host, port = _listen(listen)
+    settings = ControllerSettings(
+        app_resync=_seconds(app_resync, "--app-resync"),
+        self_heal_timeout=_seconds(self_heal_timeout, "--self-heal-timeout"),
+    )
+    store = open_store(store_dir)
+    store.refresh()
+    cache = Path(repo_cache) if repo_cache else store.root / ".gitops" / "repo-cache"
+    repos = CachingRepoService(cache)
+    key_file = os.environ.get("SOPS_AGE_KEY_FILE")
+    identities = load_identities(
+        Path(key_file) if key_file else None, os.environ.get("SOPS_AGE_KEY")
+    )
+    renderer = Renderer(repos, RendererConfig(age_identities=identities))
+    config = _notifications(store, notifications_file)
+    asyncio.run(_run(store, renderer, settings, config, host, port, chart_detector(repos)))
+
+
+async def _run(
+    store: DirectoryStore,
+    renderer: Renderer,
+    settings: ControllerSettings,
+    config: NotificationConfig,
+    host: str,
+    port: int,
+    has_chart: ChartDetector,
+) -> None:
+    pull_requests = PullRequestIndex()
+
+    def redactor() -> Redactor:
+        secrets = [m for o in store.snapshot().of_kind(Kind.SECRET)
+                   if (m := store.manifest(o.key)) is not None]  # fmt: skip
+        return Redactor(secret_values(secrets))
+
+    notifier = Notifier(config, redactor, pull_requests)
+    controller = Controller(store, renderer, settings, notifier, has_chart)
+    server = GitopsServer(controller, _webhook_secrets(store), pull_requests)
+    bound = await server.start(host, port)
+    click.echo(
+        f"gitops serve: store {store.root}, API http://{host}:{bound}, "
+        f"resync {settings.app_resync:g}s, notifications "
+        f"{'on' if notifier.enabled else 'off'}",
+        err=True,
+    )
+    notifier.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, controller.stop)
+    try:
+        await controller.run()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        log.info("gitops serve: shutting down")
+        await server.stop()
+        await notifier.stop()

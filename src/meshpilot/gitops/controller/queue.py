@@ -1,0 +1,110 @@
+"""The controller's work queue: each Application at most once in the queue and once in
+progress (a request for an app being reconciled runs it again afterwards), urgent work
+(drift, webhooks, CLI requests) ahead of periodic resyncs, and delayed requeues (self-heal
+waiting for its timeout)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass
+from enum import IntEnum
+
+from meshpilot.config.keys import ConfigKey
+
+__all__ = ["Level", "WorkItem", "WorkQueue"]
+
+
+class Level(IntEnum):
+    """What a refresh compares against (Argo CD's CompareWith levels)."""
+
+    RECENT = 1  # the revision already resolved: live state changed (drift)
+    LATEST = 2  # resolve the branch again: resync due, webhook, app spec changed
+
+
+@dataclass(slots=True)
+class WorkItem:
+    key: ConfigKey
+    level: Level
+    reason: str
+    queued_at: float  # monotonic; drift latency is measured from the store's event
+
+
+class WorkQueue:
+    def __init__(self) -> None:
+        self._urgent: deque[ConfigKey] = deque()
+        self._normal: deque[ConfigKey] = deque()
+        self._items: dict[ConfigKey, WorkItem] = {}
+        self._active: set[ConfigKey] = set()
+        self._again: dict[ConfigKey, WorkItem] = {}
+        self._timers: dict[ConfigKey, asyncio.TimerHandle] = {}
+        self._ready = asyncio.Event()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, key: ConfigKey, level: Level, reason: str, *, urgent: bool = True) -> None:
+        item = WorkItem(key, level, reason, time.monotonic())
+        if key in self._active:
+            prev = self._again.get(key)
+            self._again[key] = _merge(prev, item)
+            return
+        prev = self._items.get(key)
+        if prev is not None:
+            self._items[key] = _merge(prev, item)
+            if urgent and key in self._normal:
+                self._normal.remove(key)
+                self._urgent.append(key)
+            return
+        self._items[key] = item
+        (self._urgent if urgent else self._normal).append(key)
+        self._ready.set()
+
+    def add_after(self, delay: float, key: ConfigKey, level: Level, reason: str) -> None:
+        """Queue `key` in `delay` seconds (an earlier pending timer wins)."""
+        existing = self._timers.get(key)
+        loop = asyncio.get_running_loop()
+        if existing is not None and existing.when() <= loop.time() + delay:
+            return
+        if existing is not None:
+            existing.cancel()
+
+        def fire() -> None:
+            self._timers.pop(key, None)
+            self.add(key, level, reason)
+
+        self._timers[key] = loop.call_later(max(delay, 0.0), fire)
+
+    async def get(self) -> WorkItem:
+        while not (self._urgent or self._normal):
+            self._ready.clear()
+            await self._ready.wait()
+        key = self._urgent.popleft() if self._urgent else self._normal.popleft()
+        item = self._items.pop(key)
+        self._active.add(key)
+        return item
+
+    def done(self, key: ConfigKey) -> None:
+        self._active.discard(key)
+        again = self._again.pop(key, None)
+        if again is not None:
+            self.add(again.key, again.level, again.reason)
+
+    def forget(self, key: ConfigKey) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def close(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+
+
+def _merge(prev: WorkItem | None, new: WorkItem) -> WorkItem:
+    """The stronger level; the earliest queue time (latency counts from the first cause)."""
+    if prev is None:
+        return new
+    level = max(prev.level, new.level)
+    return WorkItem(new.key, level, prev.reason, min(prev.queued_at, new.queued_at))

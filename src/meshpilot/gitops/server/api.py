@@ -1,0 +1,188 @@
+"""The JSON API of `gitops serve` (Argo CD's REST paths, trimmed): what the CLI verbs call
+when given `--server URL`.
+
+    GET  /api/v1/applications                              {"items": [Application...]}
+    GET  /api/v1/applications/{ns}/{name}[?refresh=normal] the Application with status
+    GET  /api/v1/applications/{ns}/{name}/diff             {"outOfSync": bool, "diff": text}
+    POST /api/v1/applications/{ns}/{name}/sync             {prune, dryRun, revision, resources}
+    GET  /api/v1/applications/{ns}/{name}/history          {"history": [...]}
+    POST /api/v1/applications/{ns}/{name}/rollback         {id, prune}
+
+The caller is named by `X-Meshpilot-User` / `X-Meshpilot-Groups` (the CLI's `--as` and
+`--groups`) and checked against the store's RBAC policy, as the CLI does locally. The
+server binds loopback by default: these headers are a local operator's claim, not a login.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
+from meshpilot.errors import MeshpilotError
+from meshpilot.gitops.admission import Caller, policy_from_store
+from meshpilot.gitops.controller.loop import Controller
+from meshpilot.gitops.controller.queue import Level
+from meshpilot.gitops.diff.keys import ResourceKey
+from meshpilot.gitops.errors import ApplicationNotFound, PermissionDenied
+from meshpilot.gitops.history import rollback
+from meshpilot.gitops.model import Application
+from meshpilot.gitops.rbac import Enforcer, app_objects
+from meshpilot.gitops.server.http import Request, Response, Router
+from meshpilot.gitops.sync.execute import execute_sync
+from meshpilot.gitops.sync.operation import OperationInProgress, SyncOutcome, SyncParams
+from meshpilot.gitops.windows import SyncWindowBlocked
+
+__all__ = ["ApplicationApi", "outcome_json"]
+
+_PREFIX = "/api/v1/applications"
+
+
+def outcome_json(outcome: SyncOutcome) -> dict[str, Any]:
+    return {
+        "phase": str(outcome.phase),
+        "message": outcome.message,
+        "revision": outcome.revision,
+        "revisions": list(outcome.revisions),
+        "resources": list(outcome.resources),
+        "dryRun": outcome.dry_run,
+    }
+
+
+class ApplicationApi:
+    def __init__(self, controller: Controller) -> None:
+        self.controller = controller
+        self.store = controller.store
+
+    def register(self, router: Router) -> None:
+        router.add("GET", _PREFIX, self.list_apps)
+        router.add("GET", _PREFIX + "/{}/{}", self.get)
+        router.add("GET", _PREFIX + "/{}/{}/diff", self.diff)
+        router.add("POST", _PREFIX + "/{}/{}/sync", self.sync)
+        router.add("GET", _PREFIX + "/{}/{}/history", self.history)
+        router.add("POST", _PREFIX + "/{}/{}/rollback", self.rollback)
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _caller(self, request: Request) -> Caller:
+        user = request.headers.get("x-meshpilot-user")
+        if not user:
+            return Caller()
+        groups = request.headers.get("x-meshpilot-groups", "")
+        names = tuple(g.strip() for g in groups.split(",") if g.strip())
+        policy = policy_from_store(self.store.snapshot())
+        enforcer = Enforcer(policy) if policy is not None else Enforcer.builtin()
+        return Caller(user=user, groups=names, enforcer=enforcer)
+
+    def _app(self, request: Request, args: list[str], action: str) -> tuple[ConfigKey, Application]:
+        key = ConfigKey(Kind.APPLICATION, args[0], args[1])
+        obj = self.store.get(key)
+        if obj is None or not isinstance(obj.model, Application):
+            raise ApplicationNotFound(args[1])
+        app: Application = obj.model
+        objects = app_objects(app.spec.project_name, key.namespace, key.name)
+        caller = self._caller(request)
+        caller.check("applications", "get", objects)
+        if action != "get":
+            caller.check("applications", action, objects)
+        return key, app
+
+    async def _guard(self, work: Any) -> Response:
+        try:
+            result: Response = await work
+            return result
+        except PermissionDenied as exc:
+            return Response.error(str(exc), 403)
+        except ApplicationNotFound as exc:
+            return Response.error(str(exc), 404)
+        except (OperationInProgress, SyncWindowBlocked) as exc:
+            return Response.error(str(exc), 409)
+        except (MeshpilotError, ValueError, KeyError, TypeError) as exc:
+            return Response.error(str(exc), 400)
+
+    # -- handlers ------------------------------------------------------------------------
+
+    async def list_apps(self, request: Request, args: list[str]) -> Response:
+        caller = self._caller(request)
+        items = []
+        for obj in self.store.snapshot().of_kind(Kind.APPLICATION):
+            if not isinstance(obj.model, Application):
+                continue
+            objects = app_objects(obj.model.spec.project_name, obj.namespace, obj.name)
+            if caller.allows("applications", "get", objects):
+                items.append(self.store.manifest(obj.key))
+        return Response.json({"items": items})
+
+    async def get(self, request: Request, args: list[str]) -> Response:
+        async def work() -> Response:
+            key, _ = self._app(request, args, "get")
+            if request.param("refresh"):
+                await self.controller.refresh(key, Level.LATEST)
+            return Response.json(self.store.manifest(key))
+
+        return await self._guard(work())
+
+    async def diff(self, request: Request, args: list[str]) -> Response:
+        async def work() -> Response:
+            key, app = self._app(request, args, "get")
+            await self.controller.refresh(key, Level.LATEST)
+            state = await asyncio.to_thread(self.controller.reconciler.refresh, app)
+            if state.comparison is None:
+                return Response.error("; ".join(state.errors) or "comparison failed", 400)
+            return Response.json(
+                {
+                    "outOfSync": state.sync_status == "OutOfSync",
+                    "revision": state.revision,
+                    "diff": state.comparison.diff_text(),
+                }
+            )
+
+        return await self._guard(work())
+
+    async def sync(self, request: Request, args: list[str]) -> Response:
+        async def work() -> Response:
+            key, app = self._app(request, args, "sync")
+            body = request.json()
+            revision = body.get("revision")
+            resources = body.get("resources")
+            params = SyncParams(
+                prune=bool(body.get("prune")),
+                dry_run=bool(body.get("dryRun")),
+                revisions=(str(revision),) if revision else None,
+                resources=frozenset(ResourceKey(**r) for r in resources) if resources else None,
+                username=request.headers.get("x-meshpilot-user", "") or "admin",
+            )
+            self.controller.expire(key)
+            deps, lock_dir = self.controller.deps, self.controller.reconciler.lock_dir
+            outcome = await asyncio.to_thread(
+                lambda: execute_sync(app, deps, params, lock_dir=lock_dir)
+            )
+            self.controller.request(key, Level.RECENT, "synced")
+            return Response.json(outcome_json(outcome))
+
+        return await self._guard(work())
+
+    async def history(self, request: Request, args: list[str]) -> Response:
+        async def work() -> Response:
+            _, app = self._app(request, args, "get")
+            items = [h.model_dump(by_alias=True, exclude_none=True) for h in app.status.history]
+            return Response.json({"history": items})
+
+        return await self._guard(work())
+
+    async def rollback(self, request: Request, args: list[str]) -> Response:
+        async def work() -> Response:
+            key, app = self._app(request, args, "sync")
+            body = request.json()
+            history_id = int(body["id"])
+            params = SyncParams(
+                prune=bool(body.get("prune")),
+                username=request.headers.get("x-meshpilot-user", "") or "admin",
+            )
+            deps = self.controller.deps
+            outcome = await asyncio.to_thread(rollback, app, history_id, deps, params)
+            self.controller.request(key, Level.RECENT, "rolled back")
+            return Response.json(outcome_json(outcome))
+
+        return await self._guard(work())

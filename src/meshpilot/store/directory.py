@@ -1,0 +1,381 @@
+"""DirectoryStore: the embedded live store; one YAML file per object, atomic writes, and a
+journal other processes watch (`meshpilot discovery --store DIR` serves what `meshpilot
+apply` and GitOps sync write).
+
+    <root>/.meshpilot-store                  marker: this directory is a store
+    <root>/.lock                             writers hold an exclusive flock while writing
+    <root>/.journal                          change feed (store/journal.py)
+    <root>/<Kind>/<namespace>/<name>.yaml    one object (cluster-scoped: <Kind>/_cluster/)
+
+A write validates every object with the translation engine's loader first (an invalid
+object refuses the whole write with the loader's Diagnostic: file, line, object, field),
+checks resourceVersions, writes each file to a temporary name, fsyncs and renames it over
+the old one, then appends one journal line per object, all with the new store version. The
+store version is the journal's last version; an object's resourceVersion is the version
+that last wrote it. Files and directories are private (0600/0700): the store holds Secrets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import fcntl
+import logging
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
+from meshpilot.config.loader import LoadResult, load_documents
+from meshpilot.config.mesh import MeshConfig
+from meshpilot.config.objects import ConfigObject
+from meshpilot.config.yaml_source import RawDocument, read_text
+from meshpilot.errors import MeshpilotError
+from meshpilot.store.admission import refuse_unstorable
+from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
+from meshpilot.store.journal import Journal, JournalTail
+from meshpilot.store.writes import (
+    ApplyAction,
+    ApplyResult,
+    DeleteResult,
+    prepare_manifest,
+)
+
+__all__ = ["DirectoryStore", "StoreError"]
+
+log = logging.getLogger(__name__)
+
+MARKER = ".meshpilot-store"
+CLUSTER_DIR = "_cluster"  # namespaces cannot start with "_", so no clash
+Manifest = dict[str, Any]
+
+
+class StoreError(MeshpilotError):
+    """The store directory cannot be used (not a store, unreadable, unwritable)."""
+
+
+@dataclass(slots=True)
+class _Loaded:
+    """Objects read from files, with their raw manifests."""
+
+    objects: dict[ConfigKey, ConfigObject[Any]] = field(default_factory=dict)
+    raw: dict[ConfigKey, Manifest] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    mesh_changed: bool = False
+
+
+class DirectoryStore:
+    """A writable ConfigStore in a directory. `refresh()` (or `watch()`) follows writes made
+    by any process; handlers run in the thread that calls `refresh` (the watch loop)."""
+
+    def __init__(self, root: str | Path, poll_interval: float = 0.05, create: bool = True) -> None:
+        self.root = Path(root).expanduser()
+        self.poll_interval = poll_interval
+        self._open(create)
+        self.journal = Journal(self.root / ".journal")
+        self._snapshot = StoreSnapshot(version=0)
+        self._raw: dict[ConfigKey, Manifest] = {}
+        self._offset = 0
+        self._identity: tuple[int, int] | None = None
+        self._handlers: list[ChangeHandler] = []
+        self._lock = threading.RLock()
+        self._loaded = False
+
+    # -- reading -------------------------------------------------------------------------
+
+    def snapshot(self) -> StoreSnapshot:
+        self._ensure_loaded()
+        return self._snapshot
+
+    def get(self, key: ConfigKey) -> ConfigObject[Any] | None:
+        return self.snapshot().objects.get(key)
+
+    def manifest(self, key: ConfigKey) -> Manifest | None:
+        self._ensure_loaded()
+        raw = self._raw.get(key)
+        return copy.deepcopy(raw) if raw is not None else None
+
+    def subscribe(self, handler: ChangeHandler) -> None:
+        self._handlers.append(handler)
+
+    def load(self) -> ChangeEvent | None:
+        """Read the whole store now (the first read; `refresh` follows the journal after)."""
+        with self._lock:
+            tail = self.journal.read_from(0, None)
+            return self._commit_full(tail)
+
+    def refresh(self) -> ChangeEvent | None:
+        """Take in what was written since the last look (by this or another process)."""
+        with self._lock:
+            if not self._loaded:
+                return self.load()
+            tail = self.journal.read_from(self._offset, self._identity)
+            if tail.restart:
+                return self._commit_full(tail)
+            if not tail.entries:
+                self._offset = tail.offset
+                return None
+            return self._commit_entries(tail)
+
+    async def watch(self) -> None:
+        """Poll the journal until cancelled: one stat per `poll_interval` when idle."""
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            ident = self.journal.identity()
+            if ident is not None and ident[:2] == self._identity and ident[2] == self._offset:
+                continue
+            await asyncio.to_thread(self._read_ahead)
+            self.refresh()
+
+    def _read_ahead(self) -> None:
+        """Warm the page cache for the files the next refresh reads (off the event loop)."""
+        tail = self.journal.read_from(self._offset, self._identity)
+        for entry in tail.entries[:1000]:
+            if entry.key is not None:
+                with contextlib.suppress(OSError):
+                    self._path(entry.key).read_bytes()
+
+    def _ensure_loaded(self) -> None:
+        if not self._loaded:
+            self.load()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def apply(
+        self, documents: Sequence[RawDocument], *, dry_run: bool = False
+    ) -> list[ApplyResult]:
+        """Validate and write `documents` as whole objects, all or nothing.
+
+        Raises InvalidObjectsError (the loader's diagnostics) or ConflictError; nothing is
+        written then. `dry_run` checks everything and reports what would happen.
+        """
+        loaded = load_documents(documents)
+        refuse_unstorable(loaded)
+        by_key = {
+            obj.key: doc
+            for obj, doc in zip(loaded.objects, _matching(documents, loaded), strict=True)
+        }
+        with self._write_lock():
+            version = self.journal.last_version() + 1
+            planned: list[tuple[ConfigKey, Manifest, ApplyAction]] = []
+            for key, doc in by_key.items():
+                existing = self._read_file(key)
+                manifest, action = prepare_manifest(key, doc.data, existing, version)
+                planned.append((key, manifest, action))
+            results = [
+                ApplyResult(key, action, str(m.get("metadata", {}).get("resourceVersion", "")))
+                for key, m, action in planned
+            ]
+            changes = [(k, m) for k, m, action in planned if action is not ApplyAction.UNCHANGED]
+            if dry_run or not changes:
+                return results
+            for key, manifest in changes:
+                self._write_file(key, manifest)
+            self.journal.append(version, [("put", key) for key, _ in changes])
+        self.refresh()
+        return results
+
+    def delete(self, keys: Sequence[ConfigKey], *, dry_run: bool = False) -> list[DeleteResult]:
+        """Remove objects; a missing one is reported (deleted=False), not an error."""
+        results: list[DeleteResult] = []
+        with self._write_lock():
+            present = [key for key in dict.fromkeys(keys) if self._path(key).exists()]
+            results = [DeleteResult(key, key in present) for key in dict.fromkeys(keys)]
+            if dry_run or not present:
+                return results
+            version = self.journal.last_version() + 1
+            for key in present:
+                with contextlib.suppress(FileNotFoundError):
+                    self._path(key).unlink()
+                _fsync_dir(self._path(key).parent)
+            self.journal.append(version, [("del", key) for key in present])
+        self.refresh()
+        return results
+
+    # -- files ---------------------------------------------------------------------------
+
+    def _open(self, create: bool) -> None:
+        marker = self.root / MARKER
+        if marker.exists():
+            return
+        if self.root.exists() and any(self.root.iterdir()):
+            raise StoreError(f"{self.root}: not a meshpilot store (no {MARKER} file)")
+        if not create:
+            raise StoreError(f"{self.root}: no such store")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.root, 0o700)
+            marker.write_text("meshpilot directory store, format 1\n")
+        except OSError as exc:
+            raise StoreError(f"{self.root}: cannot create the store: {exc.strerror}") from exc
+
+    def _path(self, key: ConfigKey) -> Path:
+        return self.root / str(key.kind) / (key.namespace or CLUSTER_DIR) / f"{key.name}.yaml"
+
+    @contextlib.contextmanager
+    def _write_lock(self) -> Iterator[None]:
+        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _read_file(self, key: ConfigKey) -> Manifest | None:
+        try:
+            data = yaml.safe_load(self._path(key).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, yaml.YAMLError) as exc:
+            raise StoreError(f"{self._path(key)}: cannot read the stored object: {exc}") from exc
+        return data if isinstance(data, dict) else None
+
+    def _write_file(self, key: ConfigKey, manifest: Manifest) -> None:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(text)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        _fsync_dir(path.parent)
+
+    def _load_files(self, keys: Sequence[ConfigKey] | None) -> _Loaded:
+        """Read the given keys' files (None: every file), through the loader."""
+        out = _Loaded()
+        paths = [self._path(k) for k in keys] if keys is not None else list(self._all_files())
+        documents: list[RawDocument] = []
+        for path in paths:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                out.diagnostics.append(Diagnostic(str(path), 1, f"cannot read: {exc.strerror}"))
+                continue
+            read = read_text(text, str(path))
+            out.diagnostics.extend(read.diagnostics)
+            documents.extend(read.documents)
+        result = load_documents(documents)
+        out.diagnostics.extend(result.diagnostics)
+        for obj, doc in zip(result.objects, _matching(documents, result), strict=True):
+            out.objects[obj.key] = obj
+            out.raw[obj.key] = doc.data
+        return out
+
+    def _all_files(self) -> Iterator[Path]:
+        for kind_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
+            for ns_dir in sorted(p for p in kind_dir.iterdir() if p.is_dir()):
+                yield from sorted(
+                    p
+                    for p in ns_dir.iterdir()
+                    if p.suffix == ".yaml" and not p.name.startswith(".")
+                )
+
+    # -- snapshots -----------------------------------------------------------------------
+
+    def _commit_full(self, tail: JournalTail) -> ChangeEvent | None:
+        loaded = self._load_files(None)
+        version = tail.entries[-1].version if tail.entries else self.journal.last_version()
+        old = self._snapshot
+        changed = _changed(old.objects, loaded.objects)
+        self._raw = loaded.raw
+        return self._publish(loaded.objects, loaded.diagnostics, version, changed, tail)
+
+    def _commit_entries(self, tail: JournalTail) -> ChangeEvent | None:
+        keys = sorted({e.key for e in tail.entries if e.key is not None})
+        loaded = self._load_files(keys)
+        objects = dict(self._snapshot.objects)
+        errors = {d.file for d in loaded.diagnostics if d.severity is Severity.ERROR}
+        for key in keys:
+            if key in loaded.objects:
+                objects[key] = loaded.objects[key]
+                self._raw[key] = loaded.raw[key]
+            elif str(self._path(key)) in errors:
+                log.warning("%s: invalid stored object, the last good version is kept", key)
+            else:
+                objects.pop(key, None)
+                self._raw.pop(key, None)
+        changed = _changed(self._snapshot.objects, objects, keys)
+        return self._publish(objects, loaded.diagnostics, tail.entries[-1].version, changed, tail)
+
+    def _publish(
+        self,
+        objects: dict[ConfigKey, ConfigObject[Any]],
+        diagnostics: list[Diagnostic],
+        version: int,
+        changed: set[ConfigKey],
+        tail: JournalTail,
+    ) -> ChangeEvent | None:
+        mesh = _mesh_of(objects, self._raw)
+        if mesh != self._snapshot.mesh:
+            changed.add(MESH_KEY)
+        self._snapshot = StoreSnapshot(
+            version=version, objects=objects, mesh=mesh, diagnostics=tuple(diagnostics)
+        )
+        self._offset, self._identity, self._loaded = tail.offset, tail.identity, True
+        for diag in diagnostics:
+            log.warning("%s", diag)
+        if not changed:
+            return None
+        event = ChangeEvent(frozenset(changed), version)
+        for handler in self._handlers:
+            handler(event)
+        return event
+
+
+def _matching(documents: Sequence[RawDocument], result: LoadResult) -> list[RawDocument]:
+    """The document each loaded object came from (objects keep their document's origin)."""
+    by_origin = {(d.file, d.line): d for d in documents}
+    return [by_origin[(o.origin.file, o.origin.line)] for o in result.objects]
+
+
+def _mesh_of(
+    objects: Mapping[ConfigKey, ConfigObject[Any]], raw: Mapping[ConfigKey, Manifest]
+) -> MeshConfig:
+    """Mesh settings come from the `istio` ConfigMap, read as the loader reads it."""
+    docs = [
+        RawDocument(obj.origin.file, obj.origin.line, raw[key], {})
+        for key, obj in sorted(objects.items())
+        if key.kind is Kind.CONFIG_MAP and key.name.startswith("istio") and key in raw
+    ]
+    return load_documents(docs).mesh if docs else MeshConfig()
+
+
+def _changed(
+    old: Mapping[ConfigKey, ConfigObject[Any]],
+    new: Mapping[ConfigKey, ConfigObject[Any]],
+    keys: Sequence[ConfigKey] | None = None,
+) -> set[ConfigKey]:
+    candidates = set(keys) if keys is not None else set(old) | set(new)
+    out = set()
+    for key in candidates:
+        a, b = old.get(key), new.get(key)
+        if (a is None) != (b is None) or (a is not None and b is not None and a.model != b.model):
+            out.add(key)
+    return out
+
+
+def _fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
