@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from meshpilot.config.hosts import host_matches
-from meshpilot.config.istio.sidecar import Sidecar
+from meshpilot.config.istio.sidecar import IstioEgressListener, IstioIngressListener, Sidecar
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.visibility import visible_to
 from meshpilot.registry.model import Service
@@ -44,6 +44,18 @@ class SidecarScope:
     outbound_policy: str  # ALLOW_ANY or REGISTRY_ONLY
     egress_hosts: tuple[EgressHost, ...] | None  # None: no Sidecar, everything visible
     by_hostname: Mapping[str, Service] = field(default_factory=dict)
+
+    @property
+    def ingress(self) -> tuple[IstioIngressListener, ...] | None:
+        """The Sidecar's `ingress` listeners; None when it has none (service-derived inbound)."""
+        listeners = self.sidecar.model.spec.ingress if self.sidecar else []
+        return tuple(listeners) if listeners else None
+
+    @property
+    def port_egress(self) -> tuple[IstioEgressListener, ...]:
+        """Egress listeners with a port: each gets a dedicated outbound listener."""
+        listeners = self.sidecar.model.spec.egress if self.sidecar else []
+        return tuple(e for e in listeners if e.port is not None and e.port.number)
 
     def service(self, hostname: str) -> Service | None:
         return self.by_hostname.get(hostname)

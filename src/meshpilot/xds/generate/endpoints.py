@@ -30,6 +30,9 @@ def generate_endpoints(
 ) -> list[endpoint_pb2.ClusterLoadAssignment]:
     """One assignment per requested outbound cluster name whose service uses EDS. Proxies of
     one class share the assignments (built once per push)."""
+    # Imported here: endpoint_locality -> clusters -> clusters.outbound -> this module.
+    from meshpilot.xds.generate.endpoint_locality import localized_assignment
+
     memo = push.memo.setdefault(("eds", push.proxy_class(proxy)), {})
     assert isinstance(memo, dict)
     scope = push.proxy_scope(proxy)
@@ -39,7 +42,7 @@ def generate_endpoints(
         if cla is None:
             cla = memo[name] = _assignment(push, proxy, scope, name)
         if cla is not _NONE:
-            out.append(cla)
+            out.append(localized_assignment(push, proxy, cla))
     return out
 
 

@@ -19,6 +19,7 @@ from meshpilot.xds.generate.clusters.common import (
     istio_metadata,
     protocol_options,
 )
+from meshpilot.xds.generate.clusters.sidecar_ingress import build_ingress_clusters
 from meshpilot.xds.generate.clusters.traffic_policy import apply_traffic_policy
 from meshpilot.xds.names import INBOUND_PASSTHROUGH_BIND_IPV4, inbound_cluster
 
@@ -40,6 +41,8 @@ def inbound_targets(
 
 
 def build_inbound_clusters(push: PushContext, proxy: Proxy) -> list[cluster_pb2.Cluster]:
+    if push.sidecar_scope(proxy).ingress is not None:
+        return build_ingress_clusters(push, proxy)  # the Sidecar's ingress replaces these
     out = []
     for target_port, services in sorted(inbound_targets(push, proxy).items()):
         svc, port = services[0]

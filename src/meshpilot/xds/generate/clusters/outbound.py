@@ -27,6 +27,7 @@ from meshpilot.xds.generate.clusters.common import (
     protocol_options,
     set_eds,
 )
+from meshpilot.xds.generate.clusters.locality import apply_locality_cluster
 from meshpilot.xds.generate.clusters.mtls import (
     auto_mtls_matches,
     expand_trust_domains,
@@ -151,6 +152,7 @@ def _template(
     if kind in _DNS_TYPES:
         _dns_settings(push, cluster)
     options = apply_traffic_policy(cluster, policy, protocol_options(protocol, sniff=sniff))
+    apply_locality_cluster(cluster, push.mesh, policy)
     if cluster.type == cluster_pb2.Cluster.EDS:
         set_eds(cluster)
     attach_protocol_options(cluster, options)

@@ -21,6 +21,11 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.xds.generate.listeners.context import build_context
 from meshpilot.xds.generate.listeners.inbound import inbound_filter_chains
 from meshpilot.xds.generate.listeners.outbound import build_outbound_listeners
+from meshpilot.xds.generate.listeners.sidecar_egress_ports import port_egress_targets
+from meshpilot.xds.generate.listeners.sidecar_ingress import (
+    ingress_chain_configs,
+    ingress_listeners,
+)
 from meshpilot.xds.generate.listeners.virtual import virtual_inbound, virtual_outbound
 
 __all__ = ["generate_sidecar_listeners"]
@@ -32,12 +37,14 @@ def generate_sidecar_listeners(
     """All listeners of one sidecar; `names` (LDS is normally a wildcard subscription)
     narrows the answer when given."""
     ctx = build_context(push, proxy)
-    listeners = build_outbound_listeners(ctx)
+    listeners = build_outbound_listeners(ctx, port_egress_targets(ctx))
+    ingress = ingress_chain_configs(ctx) if ctx.scope.ingress is not None else None
     if proxy.intercept:
         listeners.append(virtual_outbound(ctx))
-        listeners.append(virtual_inbound(ctx, inbound_filter_chains(ctx)))
-    # interceptionMode NONE has no inbound listeners: without a Sidecar `ingress` section
-    # (not modelled yet) Istio builds none, as binding the app's ports would clash with it.
+        listeners.append(virtual_inbound(ctx, inbound_filter_chains(ctx, ingress)))
+    # interceptionMode NONE has no inbound listeners but those a Sidecar's `ingress` binds:
+    # binding the app's service ports would clash with the app.
+    listeners.extend(ingress_listeners(ctx))
     if names:
         listeners = [lst for lst in listeners if lst.name in names]
     return sorted(listeners, key=lambda lst: lst.name)

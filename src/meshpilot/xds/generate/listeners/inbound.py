@@ -13,12 +13,14 @@ from envoy.config.route.v3 import route_pb2
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 
 from meshpilot.registry.model import Protocol
+from meshpilot.xds.generate.listeners.chain_opts import TLS
 from meshpilot.xds.generate.listeners.context import SidecarContext
 from meshpilot.xds.generate.listeners.filters import simple_tcp_proxy
 from meshpilot.xds.generate.listeners.hcm import hcm_filter, inbound_hcm
 from meshpilot.xds.generate.listeners.inbound_tls import (
     ChainProtocol,
     ChainVariant,
+    MatchOption,
     chain_variants,
     mtls_for_passthrough,
     mtls_for_port,
@@ -40,7 +42,13 @@ from meshpilot.xds.names import (
 )
 from meshpilot.xds.protos import Filters, boolean, duration, pack, u32
 
-__all__ = ["InboundChainConfig", "inbound_chain_configs", "inbound_filter_chains"]
+__all__ = [
+    "InboundChainConfig",
+    "chain_protocol",
+    "inbound_chain_configs",
+    "inbound_filter_chains",
+    "port_chains",
+]
 
 # Inbound retries only replay requests that never reached the app (Istio's default).
 INBOUND_RETRY_ON = "reset-before-request"
@@ -60,6 +68,8 @@ class InboundChainConfig:
     grpc: bool = False
     passthrough: bool = False
     bind: str = "0.0.0.0"
+    # A Sidecar ingress listener's own TLS: terminated instead of the mTLS variants.
+    tls_context: tls_pb2.DownstreamTlsContext | None = None
 
     def name(self, protocol: ChainProtocol) -> str:
         if self.passthrough:
@@ -182,12 +192,24 @@ def _passthrough_chains(ctx: SidecarContext, served: frozenset[int]) -> list[lc_
     return chains
 
 
-def inbound_filter_chains(ctx: SidecarContext) -> list[lc_pb2.FilterChain]:
-    """All chains of virtualInbound in Istio's order: blackhole, passthrough, then ports."""
-    configs = inbound_chain_configs(ctx)
+def port_chains(ctx: SidecarContext, cc: InboundChainConfig) -> list[lc_pb2.FilterChain]:
+    """The chains of one served port, one per mTLS match variant."""
+    if cc.tls_context is not None:
+        protocol = ChainProtocol.TCP if cc.protocol is ChainProtocol.TCP else ChainProtocol.HTTP
+        option = MatchOption(protocol, TLS, tls=True)
+        return [_chain(cc, ChainVariant(option, cc.tls_context))]
+    settings = mtls_for_port(ctx, cc.target_port)
+    return [_chain(cc, v) for v in chain_variants(cc.protocol, settings)]
+
+
+def inbound_filter_chains(
+    ctx: SidecarContext, configs: list[InboundChainConfig] | None = None
+) -> list[lc_pb2.FilterChain]:
+    """All chains of virtualInbound in Istio's order: blackhole, passthrough, then ports.
+    `configs` replaces the service-derived ports (a Sidecar's `ingress` listeners)."""
+    configs = inbound_chain_configs(ctx) if configs is None else configs
     served = frozenset(cc.target_port for cc in configs)
     chains = [_blackhole(), *_passthrough_chains(ctx, served)]
     for cc in configs:
-        settings = mtls_for_port(ctx, cc.target_port)
-        chains.extend(_chain(cc, v) for v in chain_variants(cc.protocol, settings))
+        chains.extend(port_chains(ctx, cc))
     return secure_inbound_chains(ctx, chains)  # jwt_authn and RBAC (security/apply.py)

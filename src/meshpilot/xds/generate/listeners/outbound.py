@@ -18,7 +18,7 @@ Where each service port listens:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -41,7 +41,7 @@ from meshpilot.xds.names import (
 )
 from meshpilot.xds.protos import boolean, duration, seconds
 
-__all__ = ["build_outbound_listeners"]
+__all__ = ["OutboundTarget", "build_outbound_listeners"]
 
 # Istio bounds slow TLS handshakes on outbound chains (PILOT_GATEWAY_TRANSPORT_SOCKET_
 # CONNECT_TIMEOUT, default 15s).
@@ -74,7 +74,7 @@ class OutboundEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class _Target:
+class OutboundTarget:
     """One service port to place: where it binds (empty: decide by protocol)."""
 
     service: Service
@@ -83,14 +83,22 @@ class _Target:
     bind_to_port: bool
 
 
-def build_outbound_listeners(ctx: SidecarContext) -> list[listener_pb2.Listener]:
+def build_outbound_listeners(
+    ctx: SidecarContext, port_targets: Sequence[OutboundTarget] = ()
+) -> list[listener_pb2.Listener]:
+    """`port_targets` (a Sidecar's egress listeners with a port) are placed first; the
+    listeners they make are then theirs alone: the catch-all egress adds nothing to them
+    (Istio's precedence), though it may still listen on the port at another address."""
     entries: dict[tuple[str, int], OutboundEntry] = {}
-    for target in _targets(ctx):
+    for target in port_targets:
         _add(ctx, entries, target)
+    reserved = frozenset(entries)
+    for target in _targets(ctx):
+        _add(ctx, entries, target, reserved)
     return [_listener(ctx, e) for e in entries.values()]
 
 
-def _targets(ctx: SidecarContext) -> Iterator[_Target]:
+def _targets(ctx: SidecarContext) -> Iterator[OutboundTarget]:
     bind_to_port = not ctx.proxy.intercept
     bind = ctx.localhost if bind_to_port else ""
     for svc in ctx.scope.services:
@@ -98,7 +106,7 @@ def _targets(ctx: SidecarContext) -> Iterator[_Target]:
             continue
         for port in svc.ports:
             if bind or not _per_endpoint(svc, port):
-                yield _Target(svc, port, bind, bind_to_port)
+                yield OutboundTarget(svc, port, bind, bind_to_port)
                 continue
             yield from _endpoint_targets(ctx, svc, port)
 
@@ -119,18 +127,20 @@ def _per_endpoint(svc: Service, port: ServicePort) -> bool:
     )
 
 
-def _endpoint_targets(ctx: SidecarContext, svc: Service, port: ServicePort) -> Iterator[_Target]:
+def _endpoint_targets(
+    ctx: SidecarContext, svc: Service, port: ServicePort
+) -> Iterator[OutboundTarget]:
     endpoints = ctx.push.endpoints(svc, port.port)
     if not endpoints and not svc.is_kubernetes and svc.selector is None:
         # A plain ServiceEntry with resolution NONE: fall back to the wildcard listener.
-        yield _Target(svc, port, "", False)
+        yield OutboundTarget(svc, port, "", False)
         return
     own = ctx.proxy.ip_addresses[0] if ctx.proxy.ip_addresses else None
     for ep in endpoints:
         # The app reaching its own pod IP never passes this listener; it would also clash
         # with the inbound side.
         if _is_ip(ep.address) and ep.address != own:
-            yield _Target(svc, port, ep.address, False)
+            yield OutboundTarget(svc, port, ep.address, False)
 
 
 def _is_ip(text: str) -> bool:
@@ -141,12 +151,19 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def _add(ctx: SidecarContext, entries: dict[tuple[str, int], OutboundEntry], t: _Target) -> None:
+def _add(
+    ctx: SidecarContext,
+    entries: dict[tuple[str, int], OutboundEntry],
+    t: OutboundTarget,
+    reserved: frozenset[tuple[str, int]] = frozenset(),
+) -> None:
     kind = listener_protocol(t.port.protocol)
     if kind is None:
         return
     bind, cidrs = _bind(ctx, t, kind)
     key = (bind, t.port.port)
+    if key in reserved:
+        return  # a Sidecar egress listener with this port owns it
     current = entries.get(key)
     if current is not None and _already_served(kind, current):
         return
@@ -171,7 +188,11 @@ def _already_served(kind: ListenerProtocol, current: OutboundEntry) -> bool:
 
 
 def _chain_opts(
-    ctx: SidecarContext, t: _Target, kind: ListenerProtocol, bind: str, cidrs: tuple[str, ...]
+    ctx: SidecarContext,
+    t: OutboundTarget,
+    kind: ListenerProtocol,
+    bind: str,
+    cidrs: tuple[str, ...],
 ) -> tuple[list[ChainOpts], Protocol]:
     """The service port's chains, and the protocol its listener entry records."""
     if kind is ListenerProtocol.TCP:
@@ -191,7 +212,9 @@ def _by_alpn(opts: ChainOpts) -> ChainOpts:
     return replace(opts, application_protocols=PLAINTEXT_HTTP_ALPNS, transport_protocol=RAW_BUFFER)
 
 
-def _bind(ctx: SidecarContext, t: _Target, kind: ListenerProtocol) -> tuple[str, tuple[str, ...]]:
+def _bind(
+    ctx: SidecarContext, t: OutboundTarget, kind: ListenerProtocol
+) -> tuple[str, tuple[str, ...]]:
     """(listen address, destination CIDRs to match) for a target without an explicit bind."""
     if t.bind:
         return t.bind, ()
@@ -203,7 +226,9 @@ def _bind(ctx: SidecarContext, t: _Target, kind: ListenerProtocol) -> tuple[str,
     return address, ()
 
 
-def _http_opts(ctx: SidecarContext, t: _Target, bind: str, kind: ListenerProtocol) -> ChainOpts:
+def _http_opts(
+    ctx: SidecarContext, t: OutboundTarget, bind: str, kind: ListenerProtocol
+) -> ChainOpts:
     """A sniffed service alone on its VIP gets its own route config `<host>:<port>`;
     otherwise services share the port's `<port>`."""
     if kind is ListenerProtocol.AUTO and bind != ctx.wildcard:

@@ -1,0 +1,83 @@
+"""Per-proxy locality priorities and weights on a shared ClusterLoadAssignment.
+
+EDS assignments are shared by every proxy of a class (endpoints.py). Locality load
+balancing makes them depend on the proxy's locality too, and with failoverPriority on its
+labels: the localized copies are memoised under exactly those, so two proxies in one zone
+still share one, and proxies without locality LB keep the shared assignment untouched.
+"""
+
+from __future__ import annotations
+
+from envoy.config.endpoint.v3 import endpoint_pb2
+
+from meshpilot.model.proxy import Proxy
+from meshpilot.model.push_context import PushContext
+from meshpilot.model.traffic_policy import effective_traffic_policy
+from meshpilot.registry.model import Endpoint, Service
+from meshpilot.xds.generate.clusters.locality import (
+    apply_locality_lb,
+    failover_enabled,
+    locality_setting,
+    topology_labels,
+)
+from meshpilot.xds.names import parse_cluster_name
+
+__all__ = ["localized_assignment"]
+
+_MEMO = "eds.locality"
+
+
+def localized_assignment(
+    push: PushContext, proxy: Proxy, cla: endpoint_pb2.ClusterLoadAssignment
+) -> endpoint_pb2.ClusterLoadAssignment:
+    """`cla` as this proxy must see it: unchanged unless locality LB applies to the cluster."""
+    parsed = parse_cluster_name(cla.cluster_name)
+    if parsed is None:
+        return cla
+    _, port, subset, hostname = parsed
+    svc = push.proxy_scope(proxy).service(hostname)
+    if svc is None:
+        return cla
+    rule = push.destination_rule(proxy, svc)
+    policy = effective_traffic_policy(rule.obj.model if rule else None, port, subset)
+    setting = locality_setting(push.mesh, policy)
+    failover = failover_enabled(policy)
+    if setting is None or not (setting.distribute or failover):
+        return cla
+    labels = (
+        topology_labels(proxy.labels, proxy.locality)
+        if failover and setting.failover_priority and not setting.distribute
+        else None
+    )
+    memo = push.memo.setdefault(_MEMO, {})
+    assert isinstance(memo, dict)
+    key = (
+        cla.cluster_name,
+        push.proxy_class(proxy),
+        proxy.locality,
+        frozenset(labels.items()) if labels is not None else None,
+    )
+    found = memo.get(key)
+    if found is None:
+        found = endpoint_pb2.ClusterLoadAssignment()
+        found.CopyFrom(cla)
+        groups = _group_endpoints(push, svc, port, found)
+        apply_locality_lb(found, groups, proxy.locality, labels or {}, setting, failover)
+        memo[key] = found
+    return found
+
+
+def _group_endpoints(
+    push: PushContext, svc: Service, port: int, cla: endpoint_pb2.ClusterLoadAssignment
+) -> list[list[Endpoint]]:
+    """The registry endpoints behind each group's lb_endpoints (matched by address), which
+    failoverPriority compares by label."""
+    by_address = {(ep.address, ep.port): ep for ep in push.endpoints(svc, port)}
+    out = []
+    for group in cla.endpoints:
+        members = []
+        for lb in group.lb_endpoints:
+            socket = lb.endpoint.address.socket_address
+            members.append(by_address.get((socket.address, socket.port_value), Endpoint("", 0, 0)))
+        out.append(members)
+    return out
