@@ -22,12 +22,13 @@ from meshpilot.demo.mesh import DemoMesh, DemoOptions
 T = TypeVar("T")
 
 
-def running_mesh() -> Iterator[DemoMesh]:
+def running_mesh(secret_ttl: str = "24h") -> Iterator[DemoMesh]:
     host_support_or_fail()
     name = new_cluster_name()
-    demo = DemoMesh(DemoOptions(cluster=name, xds_port=0, monitoring_port=0))
+    options = DemoOptions(cluster=name, xds_port=0, monitoring_port=0, secret_ttl=secret_ttl)
+    demo = DemoMesh(options)
     with demo:
-        links = {pod.wiring.host_link for pod in demo.pods.values()}
+        links = {pod.wiring.host_link for pod in demo.pods.values()}  # type: ignore[attr-defined]
         pids = mesh_pids(demo)
         yield demo
         pids |= mesh_pids(demo)

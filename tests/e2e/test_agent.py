@@ -2,6 +2,9 @@
 
 Every agent runs on free loopback ports and is stopped by the fixture's finalizer, with any
 Envoy it started; so is the control plane (`meshpilot discovery`) where a test needs one.
+That control plane runs its CA (a CA dir in the test's directory, made before it starts so
+that an agent started first already has the root): the sidecar's inbound listener needs
+the workload certificate (SDS `default`, `ROOTCA`) before Envoy is ready, as in Istio.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -25,6 +29,9 @@ from tests.e2e.agent_harness import (
     process_ids,
     wait_for,
 )
+
+from meshpilot.runtime.tokens import project_token
+from meshpilot.security.ca import CertificateAuthority
 
 pytestmark = pytest.mark.envoy
 
@@ -142,21 +149,50 @@ status:
 """
 
 
+@dataclass(frozen=True)
+class MeshCa:
+    """The control plane's CA as the agent sees it: its root, its TLS port, the pod's token."""
+
+    ca_dir: Path
+    root_cert: Path
+    secure_port: int
+    token_file: Path
+
+    def agent_args(self) -> list[str]:
+        return [
+            "--root-cert", str(self.root_cert),
+            "--ca-address", f"127.0.0.1:{self.secure_port}",
+            "--token-file", str(self.token_file),
+        ]  # fmt: skip
+
+
 @pytest.fixture
-def start_discovery(tmp_path: Path) -> Iterator[Callable[..., None]]:
+def mesh_ca(tmp_path: Path) -> MeshCa:
+    """A CA dir with its root made now, and the token of pod demo-1 (service account
+    `default`), as the runtime projects it."""
+    ca_dir = tmp_path / "ca"
+    CertificateAuthority.open(ca_dir)
+    token = project_token(ca_dir, tmp_path / "pod", "default", "default", "demo-1")
+    return MeshCa(ca_dir, ca_dir / "root-cert.pem", free_ports(1)[0], token)
+
+
+@pytest.fixture
+def start_discovery(tmp_path: Path, mesh_ca: MeshCa) -> Iterator[Callable[..., None]]:
     """`meshpilot discovery` on the given loopback port over a one-pod mesh (pod IP
-    127.0.0.1, a service on a free port, since a NONE sidecar binds it on 127.0.0.1)."""
+    127.0.0.1, a service on a free port, since a NONE sidecar binds it on 127.0.0.1),
+    with the CA of `mesh_ca` on its TLS port."""
     pytest.importorskip("meshpilot.xds.server")
     cli = pytest.importorskip("meshpilot.cli.discovery")
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(xds: int, *extra: str) -> None:
-        monitoring, service = free_ports(2)
+        monitoring, service, mtls = free_ports(3)
         mesh = tmp_path / "mesh.yaml"
         mesh.write_text(MESH.format(port=service))
         code = f"from {cli.__name__} import discovery; discovery()"
         args = ["-f", str(mesh), "--xds-port", str(xds), "--monitoring-port", str(monitoring)]
-        args += extra
+        args += ["--ca-dir", str(mesh_ca.ca_dir), "--secure-port", str(mesh_ca.secure_port)]
+        args += ["--mtls-port", str(mtls), *extra]
         with (tmp_path / "discovery.log").open("wb") as log:
             procs.append(
                 subprocess.Popen([sys.executable, "-c", code, *args], stdout=log, stderr=log)
@@ -175,19 +211,28 @@ def start_discovery(tmp_path: Path) -> Iterator[Callable[..., None]]:
 
 @pytest.mark.parametrize("xds_type", ["DELTA_GRPC", "GRPC"])
 def test_ready_once_config_arrives(
-    start_agent: AgentFactory, start_discovery: Callable[..., None], xds_type: str
+    start_agent: AgentFactory,
+    start_discovery: Callable[..., None],
+    mesh_ca: MeshCa,
+    xds_type: str,
 ) -> None:
     xds_port = free_ports(1)[0]
     agent = start_agent(
         "sidecar",
         "--interception-mode", "NONE", "--label", "app=demo", "--xds-type", xds_type,
+        *mesh_ca.agent_args(),
         discovery_port=xds_port,
     )  # fmt: skip
     wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
     assert http_get(agent.ports.agent_status, "/healthz/ready")[0] == 503
-    # The control plane comes up where the agent looks for it; Envoy reconnects.
+    # The control plane (and its CA) comes up where the agent looks for it; the agent gets
+    # its certificate at its next retry (backoff 1 s, 2 s, 4 s...), Envoy reconnects.
     start_discovery(xds_port)
-    wait_for(lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200, "ready via 15021")
+    wait_for(
+        lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200,
+        "ready via 15021",
+        timeout=40,
+    )
     assert http_get(agent.ports.agent_status, "/healthz/ready")[0] == 200
     status, body = http_get(agent.ports.prometheus, "/stats/prometheus")
     assert status == 200 and "envoy_server_live" in body
@@ -210,19 +255,38 @@ def test_two_agents_with_hot_restart_base_ids_coexist(start_agent: AgentFactory)
     first = start_agent("sidecar", "--interception-mode", "NONE", "--use-dynamic-base-id")
     second = start_agent("router", "--pod", "gw-1.istio-system", "--use-dynamic-base-id")
     for agent in (first, second):
-        wait_for(lambda a=agent: http_get(a.ports.envoy_admin, "/ready")[0] is not None, "admin")
+        port = agent.ports.envoy_admin
+        wait_for(lambda: http_get(port, "/ready")[0] is not None, "admin")  # noqa: B023
         assert agent.proc.poll() is None
 
 
 def test_ready_over_the_control_planes_unix_socket(
-    start_agent: AgentFactory, start_discovery: Callable[..., None], tmp_path: Path
+    start_agent: AgentFactory, start_discovery: Callable[..., None], mesh_ca: MeshCa
 ) -> None:
     """`--discovery-address unix:<path>`: how a pod in another network namespace reaches the
     control plane on the same host (xds-grpc is then a pipe, as in Istio's bootstrap)."""
-    socket_path = tmp_path / "xds.sock"
+    socket_path = mesh_ca.ca_dir.parent / "xds.sock"
     start_discovery(free_ports(1)[0], "--xds-uds", str(socket_path))
     agent = start_agent(
         "sidecar", "--interception-mode", "NONE", "--label", "app=demo",
-        "--discovery-address", f"unix://{socket_path}",
+        "--discovery-address", f"unix://{socket_path}", *mesh_ca.agent_args(),
     )  # fmt: skip
     wait_for(lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200, "ready via 15021")
+
+
+def test_ready_over_tls_on_the_secure_unix_socket(
+    start_agent: AgentFactory, start_discovery: Callable[..., None], mesh_ca: MeshCa
+) -> None:
+    """How the demo's pods reach the control plane: xDS and the CA over TLS on one Unix
+    socket (`--secure-uds`), the control plane verified against the mesh root, the pod's
+    identity proven by its token. No plaintext port is used."""
+    socket_path = mesh_ca.ca_dir.parent / "secure.sock"
+    start_discovery(free_ports(1)[0], "--secure-uds", str(socket_path))
+    agent = start_agent(
+        "sidecar", "--interception-mode", "NONE", "--label", "app=demo",
+        "--discovery-address", f"unix:{socket_path}", "--tls",
+        "--root-cert", str(mesh_ca.root_cert), "--token-file", str(mesh_ca.token_file),
+    )  # fmt: skip
+    wait_for(lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200, "ready via 15021")
+    status, body = http_get(agent.ports.envoy_admin, "/stats?filter=xds-grpc.ssl.handshake")
+    assert status == 200 and "cluster.xds-grpc.ssl.handshake: 1" in body

@@ -89,9 +89,12 @@ def test_demo_check_passes_and_leaves_nothing_behind(loopback: bool) -> None:
     assert result.returncode == 0, output
     assert "FAIL" not in result.stdout
     passes = len(re.findall(r"^PASS ", result.stdout, re.MULTILINE))
-    assert passes == (12 if loopback else 14), result.stdout
+    assert passes == (12 if loopback else 15), result.stdout
     if loopback:
-        assert "interceptionMode NONE" in result.stdout and "2 skipped" in result.stdout
+        # capture (ALLOW_ANY, REGISTRY_ONLY) and sidecar-to-sidecar mTLS need pods
+        assert "interceptionMode NONE" in result.stdout and "3 skipped" in result.stdout
+    else:
+        assert "PASS  mTLS: client -> reviews" in result.stdout
     assert "Done: pods, namespaces, processes and temporary files removed." in result.stderr
     assert leftovers(name) == []
     paths = _paths(result.stdout)

@@ -4,7 +4,9 @@ Standard library only, run as a script by whatever Python is at hand inside a po
 (`python3 app.py http --service reviews --version v1 --pod reviews-v1 --port 9080`), so an
 unprivileged pod user can run it without reading meshpilot's virtualenv.
 
-HTTP answers one line, `<service> <version> pod=<pod> host=<Host> from=<peer>`, except:
+HTTP answers one line, `<service> <version> pod=<pod> host=<Host> from=<peer>`, plus
+` caller=<SPIFFE id>` when the request came over mTLS (the inbound sidecar's
+X-Forwarded-Client-Cert names the client's certificate), except:
 
     /flaky            503 for the first attempt of each x-request-id (retries make it 200)
     /slow?ms=N        answer after N milliseconds (timeouts)
@@ -74,6 +76,8 @@ class Handler(BaseHTTPRequestHandler):
             f"{me.service} {me.version} pod={me.pod} host={self.headers.get('Host', '')} "
             f"from={peer}"
         )
+        if caller := _xfcc_uri(self.headers.get("x-forwarded-client-cert", "")):
+            line += f" caller={caller}"
         if url.path == "/flaky":
             request_id = self.headers.get("x-request-id", "")
             if not request_id or me.first_attempt(request_id):
@@ -90,6 +94,11 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(200 if status == 200 else 502, f"{line} -> {upstream}")
             return
         self._answer(200, line)
+
+    def do_POST(self) -> None:  # answered as GET (authorization by method)
+        length = int(self.headers.get("Content-Length") or 0)
+        self.rfile.read(length)
+        self.do_GET()
 
     def _call(self, url: str) -> tuple[int, str]:
         headers = {k: v for k in PROPAGATED if (v := self.headers.get(k))}
@@ -114,6 +123,17 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def _xfcc_uri(value: str) -> str:
+    """The URI (SPIFFE id) of the last element of an X-Forwarded-Client-Cert header: the
+    certificate of the client that reached this pod's sidecar."""
+    found = ""
+    for part in value.replace(",", ";").split(";"):
+        key, _, val = part.partition("=")
+        if key.strip().lower() == "uri":
+            found = val.strip().strip('"')
+    return found
 
 
 class HttpServer(ThreadingHTTPServer):

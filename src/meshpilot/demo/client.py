@@ -3,7 +3,7 @@
 Standard library only, run as a script inside a pod's network namespace (its traffic is
 captured like any app's):
 
-    client.py http http://reviews:9080/ [-H end-user:jason] [--count 1000]
+    client.py http http://reviews:9080/ [-H end-user:jason] [--count 1000] [-X POST]
     client.py http http://reviews:9080/ --duration 4 --interval 0.02
     client.py tcp tcp-echo 9000 hello
 
@@ -35,10 +35,17 @@ class Session:
     """GETs over one kept-alive connection, reopened when the server closes it."""
 
     def __init__(
-        self, url: str, headers: dict[str, str], connect: str, timeout: float, full: bool = False
+        self,
+        url: str,
+        headers: dict[str, str],
+        connect: str,
+        timeout: float,
+        full: bool = False,
+        method: str = "GET",
     ) -> None:
         parts = urlsplit(url)
         self.full = full
+        self.method = method
         self.host_header = parts.netloc
         self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         host, _, port = (connect or parts.netloc).rpartition(":")
@@ -66,7 +73,7 @@ class Session:
     def _get_once(self) -> tuple[int, str]:
         if self.conn is None:
             self.conn = http.client.HTTPConnection(*self.address, timeout=self.timeout)
-        self.conn.request("GET", self.target, headers=self.headers)
+        self.conn.request(self.method, self.target, headers=self.headers)
         reply = self.conn.getresponse()
         body = reply.read().decode(errors="replace")
         if reply.will_close:
@@ -85,7 +92,7 @@ class Session:
 def run_http(args: argparse.Namespace) -> dict[str, object]:
     headers = dict(h.split(":", 1) for h in args.header)
     headers = {k.strip(): v.strip() for k, v in headers.items()}
-    session = Session(args.url, headers, args.connect, args.timeout, args.full)
+    session = Session(args.url, headers, args.connect, args.timeout, args.full, args.method)
     try:
         if args.duration:
             log = []
@@ -126,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     http_parser.add_argument("--connect", default="")
     http_parser.add_argument("--timeout", type=float, default=5.0)
     http_parser.add_argument("--full", action="store_true", help="the whole body, not a line")
+    http_parser.add_argument("-X", "--method", default="GET")
     tcp_parser = sub.add_parser("tcp")
     tcp_parser.add_argument("host")
     tcp_parser.add_argument("port", type=int)

@@ -64,7 +64,7 @@ def _try(mesh: DemoMesh) -> list[str]:
         "  # HTTPS through the ingress gateway, verified with the demo's CA",
         f"  curl --cacert {mesh.workspace.ca_file} --resolve {INGRESS_HOST}:{port}:{ip} "
         f"https://{INGRESS_HOST}:{port}/productpage",
-        "  # pod to pod by service name: 80% v1, 20% v2; jason gets v2",
+        "  # pod to pod by service name, mTLS between sidecars: 80% v1, 20% v2; jason gets v2",
         _curl(mesh, "client", reviews),
         _curl(mesh, "client", reviews, "-H", "end-user: jason"),
         _client(mesh, "http", reviews, "--count", "100"),
@@ -77,7 +77,7 @@ def _try(mesh: DemoMesh) -> list[str]:
         _curl(mesh, "client", f"{ratings}/", "-H", "x-demo-fault: delay", *code),
         _curl(mesh, "client", f"{ratings}/slow?ms=3000", *code),
         "  # an external host by ServiceEntry: directly, and through the egress gateway",
-        "  # (sidecar -> egress gateway is plain HTTP until workload mTLS exists)",
+        "  # (sidecar -> egress gateway: plain HTTP, its Gateway server is HTTP)",
         _curl(mesh, "client", f"http://{API_HOST}{ext}/"),
         _curl(mesh, "client", f"http://{EGRESS_HOST}{ext}/"),
     ]
@@ -106,6 +106,9 @@ def _look(mesh: DemoMesh) -> list[str]:
         "  " + shlex.join(["meshpilot", "proxy-status", *discovery]),
         "  " + shlex.join(["meshpilot", "proxy-config", "routes", "client.default", *discovery]),
         f"  Envoy itself:     {envoy}",
+        f"  its certificate:  {envoy.replace(' clusters ', ' secret ')}",
+        f"  mesh CA root:     {mesh.workspace.root_cert} (the apps' lines show caller=<SPIFFE id>"
+        " over mTLS)",
         f"  edit the mesh:    {config}/reviews.yaml (traffic follows within a second),",
         f"                    ratings.yaml, egress.yaml, ...; pod logs: {mesh.pods_dir}",
     ]

@@ -121,7 +121,7 @@ def _service_entry(name: str, host: str, address: str, port: int) -> dict[str, A
 
 def _egress(topology: Topology, external_ip: str) -> list[dict[str, Any]]:
     """api.external.test: registered, sidecars call it directly. egress.external.test:
-    sidecars send it to the egress gateway (plain HTTP until workload mTLS exists), which
+    sidecars send it to the egress gateway (plain HTTP: its Gateway server is HTTP), which
     calls the external server."""
     port, egress_port = topology.ports.external, topology.ports.egress_service
     gateway = f"{GATEWAY_NAMESPACE}/egress-gateway"

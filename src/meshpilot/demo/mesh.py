@@ -31,7 +31,7 @@ from meshpilot.demo.certs import GatewayCertificate, make_gateway_certificate
 from meshpilot.demo.hostpods import HostPods
 from meshpilot.demo.manifests import dump, mesh_files, pod_objects
 from meshpilot.demo.options import DemoOptions, free_port, loopback_ports, use_loopback
-from meshpilot.demo.pods import AgentPorts, DemoPod
+from meshpilot.demo.pods import AgentPorts, DemoPod, MeshAccess
 from meshpilot.demo.processes import ControlPlane, DemoError, tail
 from meshpilot.demo.topology import (
     API_HOST,
@@ -46,6 +46,7 @@ from meshpilot.demo.topology import (
 from meshpilot.demo.workspace import Workspace, script_python
 from meshpilot.errors import MeshpilotError
 from meshpilot.runtime.cluster import Cluster, ClusterConfig
+from meshpilot.runtime.tokens import project_token
 
 __all__ = ["DemoMesh", "DemoOptions"]
 
@@ -64,6 +65,8 @@ class DemoMesh:
     agent_ports: dict[str, AgentPorts] = field(default_factory=dict)
     python: str = field(default_factory=script_python)
     fallback_reason: str = ""
+    agents_started: int = 0
+    agent_dirs: dict[str, Path] = field(default_factory=dict)  # agents' --work-dir by pod
 
     def __enter__(self) -> DemoMesh:
         self.start()
@@ -109,6 +112,7 @@ class DemoMesh:
             config=ws.config.path, socket=ws.socket, log=ws.discovery_log,
             xds_port=free_port(self.options.xds_port),
             monitoring_port=free_port(self.options.monitoring_port),
+            ca_dir=ws.ca_dir, root_cert=ws.root_cert, secure_socket=ws.secure_socket,
             debounce=self.options.debounce,
         )  # fmt: skip
         self.control.start()
@@ -149,8 +153,13 @@ class DemoMesh:
             ports = AgentPorts(admin, status, health, prometheus)
         self.agent_ports[work.name] = ports or AgentPorts()
         pod = self.pods[work.name]
-        level = self.options.envoy_log_level
-        podlib.start_agent(work, pod, self.workspace.socket, level, ports)
+        ws = self.workspace
+        # The pod's token, as kubelet projects it; the agent proves the pod's identity with it.
+        project_token(ws.ca_dir, pod.workdir, work.namespace, work.app, work.name)
+        access = MeshAccess(ws.secure_socket, ws.root_cert, self.options.secret_ttl)
+        self.agents_started += 1  # each agent its own short working directory
+        work_dir = self.agent_dirs[work.name] = ws.agent_dir(self.agents_started)
+        podlib.start_agent(work, pod, access, work_dir, self.options.envoy_log_level, ports)
 
     def _health_url(self, pod: DemoPod) -> str:
         name = next(n for n, p in self.pods.items() if p is pod)

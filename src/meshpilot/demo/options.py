@@ -21,6 +21,7 @@ class DemoOptions:
     envoy_log_level: str = "warning"
     debounce: str = "100ms"
     ready_timeout: float = 90.0
+    secret_ttl: str = "24h"  # workload certificates' lifetime; renewed at 80% of it
     loopback: bool | None = None  # None: pods if this machine can, else the loopback
 
 

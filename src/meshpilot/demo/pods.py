@@ -23,12 +23,14 @@ from meshpilot.demo.processes import CAPTURE_FLAGS, DemoError, http_get, meshpil
 from meshpilot.demo.topology import Role, Workload
 from meshpilot.runtime.netns import NETNS_ETC, write_netns_etc
 from meshpilot.runtime.pod import PodProcess, PodSpec, RunAs
+from meshpilot.runtime.tokens import TOKEN_PATH
 from meshpilot.settings import Ports
 
 __all__ = [
     "NOBODY",
     "AgentPorts",
     "DemoPod",
+    "MeshAccess",
     "agent_argv",
     "app_argv",
     "install_capture",
@@ -94,6 +96,25 @@ class AgentPorts:
         ]  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class MeshAccess:
+    """How agents reach the control plane: xDS and the CA over TLS on its Unix socket
+    (pods in other network namespaces share the filesystem), verified against the mesh
+    root; each pod proves its identity with the token the runtime put in its directory."""
+
+    secure_socket: Path
+    root_cert: Path
+    secret_ttl: str = "24h"  # workload certificate lifetime (Istio's SECRET_TTL)
+
+    def args(self, pod: DemoPod) -> list[str]:
+        return [
+            "--discovery-address", f"unix:{self.secure_socket}", "--tls",
+            "--root-cert", str(self.root_cert),
+            "--token-file", str(pod.workdir / TOKEN_PATH),
+            "--secret-ttl", self.secret_ttl,
+        ]  # fmt: skip
+
+
 def app_argv(python: str, script: Path, work: Workload) -> tuple[str, ...]:
     if work.role not in (Role.HTTP, Role.TCP, Role.EXTERNAL):
         return ()
@@ -150,7 +171,12 @@ def install_capture(pods: Iterable[DemoPod], timeout: float = 30.0) -> None:
 
 
 def agent_argv(
-    work: Workload, pod: DemoPod, socket: Path, log_level: str, ports: AgentPorts | None
+    work: Workload,
+    pod: DemoPod,
+    access: MeshAccess,
+    work_dir: Path,
+    log_level: str,
+    ports: AgentPorts | None,
 ) -> list[str]:
     """`meshpilot proxy sidecar|router ...` for a pod; `ports` given: the loopback
     fallback (these ports, interceptionMode NONE)."""
@@ -165,12 +191,12 @@ def agent_argv(
         "--ip", str(pod.ip),
         *labels,
         "--service-account", work.app,
-        "--discovery-address", f"unix:{socket}",
+        *access.args(pod),
         "--concurrency", "1",
         "--drain-time-s", "1",
         "--parent-shutdown-time-s", "2",
         "--termination-drain-duration", "100ms",
-        "--work-dir", str(pod.workdir / "proxy"),
+        "--work-dir", str(work_dir),
         "--log-level", log_level,
         # Istio keeps per-cluster and per-listener stats off by default; the demo shows them
         # (as the sidecar.istio.io/statsInclusionPrefixes annotation would).
@@ -180,12 +206,17 @@ def agent_argv(
 
 
 def start_agent(
-    work: Workload, pod: DemoPod, socket: Path, log_level: str, ports: AgentPorts | None = None
+    work: Workload,
+    pod: DemoPod,
+    access: MeshAccess,
+    work_dir: Path,
+    log_level: str,
+    ports: AgentPorts | None = None,
 ) -> PodProcess:
     """The agent as root in the pod: it writes the bootstrap and runs Envoy, as UID 1337
     for a capturing sidecar (so capture lets Envoy's own traffic out). On the loopback
     fallback it runs as the demo's user."""
-    return pod.start_sidecar(agent_argv(work, pod, socket, log_level, ports), run_as=ROOT)
+    return pod.start_sidecar(agent_argv(work, pod, access, work_dir, log_level, ports), run_as=ROOT)
 
 
 def agent_process(pod: DemoPod) -> PodProcess | None:

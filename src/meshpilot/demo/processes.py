@@ -101,14 +101,19 @@ def tail(path: Path, chars: int = 3000) -> str:
 
 @dataclass
 class ControlPlane:
-    """`meshpilot discovery` on loopback (debug API and TCP xDS) plus a Unix socket for
-    xDS that proxies in pod namespaces reach (made connectable by the proxy UID)."""
+    """`meshpilot discovery` on loopback (debug API and TCP xDS) plus Unix sockets that
+    proxies in pod namespaces reach (made connectable by the proxy UID): plaintext xDS,
+    and the TLS port with xDS and the CA (istiod's 15012), whose root it writes to
+    `root_cert` for the proxies to verify it with."""
 
     config: Path
     socket: Path
     log: Path
     xds_port: int
     monitoring_port: int
+    ca_dir: Path
+    root_cert: Path
+    secure_socket: Path
     debounce: str = "100ms"
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -120,6 +125,9 @@ class ControlPlane:
             "--xds-port", str(self.xds_port),
             "--monitoring-port", str(self.monitoring_port),
             "--xds-uds", str(self.socket),
+            "--ca-dir", str(self.ca_dir),
+            "--root-cert-out", str(self.root_cert),
+            "--secure-uds", str(self.secure_socket),
             "--debounce", self.debounce,
         )  # fmt: skip
 
@@ -139,15 +147,17 @@ class ControlPlane:
                 preexec_fn=die_with_parent,
             )
         deadline = time.monotonic() + timeout
-        while self.get("/ready")[0] != 200 or not self.socket.exists():
+        sockets = (self.socket, self.secure_socket, self.root_cert)
+        while self.get("/ready")[0] != 200 or not all(s.exists() for s in sockets):
             if self.proc.poll() is not None:
                 raise DemoError(f"meshpilot discovery exited: {tail(self.log)}")
             if time.monotonic() > deadline:
                 raise DemoError(f"meshpilot discovery not ready after {timeout:g}s")
             time.sleep(0.05)
         if os.geteuid() == 0:  # sidecar Envoys run as 1337:1337, gateways as root
-            os.chown(self.socket, 0, PROXY_GID)
-            self.socket.chmod(0o660)
+            for sock in (self.socket, self.secure_socket):
+                os.chown(sock, 0, PROXY_GID)
+                sock.chmod(0o660)
 
     def get(self, path: str) -> tuple[int, str]:
         return http_get(self.url + path)

@@ -6,8 +6,10 @@
     client ──► egress.external.test via egress   ┘ mesh in a namespace of its own
     client-locked: outboundTrafficPolicy REGISTRY_ONLY (a Sidecar object)
 
-Pods have no `security.istio.io/tlsMode` label: their clusters are plaintext, since the
-workload certificates (ISTIO_MUTUAL) come with the security issue, not yet.
+Pods with a sidecar carry `security.istio.io/tlsMode: istio`, as Istio's injector adds it:
+callers' sidecars and the gateways then talk mTLS to them (auto mTLS), with the workload
+certificates each agent gets from the control plane's CA. On the loopback fallback only the
+client has a sidecar, so only it is labelled (an unlabelled app is called in plaintext).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ API_HOST = "api.external.test"  # registered; sidecars call it directly
 EGRESS_HOST = "egress.external.test"  # registered; sidecars go through the egress gateway
 UNREGISTERED_HOST = "unregistered.external.test"  # in no ServiceEntry
 INGRESS_POD = "istio-ingressgateway-0"
+TLS_MODE_LABEL = ("security.istio.io/tlsMode", "istio")  # set by Istio's injector
 EGRESS_POD = "istio-egressgateway-0"
 
 
@@ -130,6 +133,13 @@ def _services(p: DemoPorts) -> tuple[ServiceDef, ...]:
     )  # fmt: skip
 
 
+def _injected(work: Workload, loopback: bool) -> Workload:
+    """The injector's label on a pod whose sidecar runs (on the loopback: the client's)."""
+    if not work.has_sidecar or (loopback and work.role is not Role.CLIENT):
+        return work
+    return replace(work, extra_labels=(*work.extra_labels, TLS_MODE_LABEL))
+
+
 def _workloads(p: DemoPorts, loopback: bool) -> tuple[Workload, ...]:
     http, tcp, client = Role.HTTP, Role.TCP, Role.CLIENT
     reviews = f"reviews:{p.http}"
@@ -146,6 +156,7 @@ def _workloads(p: DemoPorts, loopback: bool) -> tuple[Workload, ...]:
         Workload("client", client, "client"),
         *([] if loopback else [Workload("client-locked", client, "client-locked")]),
     ]
+    workloads = [_injected(w, loopback) for w in workloads]
     for pod, istio in ((INGRESS_POD, "ingressgateway"), (EGRESS_POD, "egressgateway")):
         labels = (("istio", istio),)
         workloads.append(

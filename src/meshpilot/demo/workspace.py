@@ -3,8 +3,13 @@
 meshpilot-demo-XXXX/   0711: others may pass through, not list
   config/              0700: the mesh YAML the control plane watches (the Secret 0600)
   certs/ca.crt         0644: the CA that signed the ingress gateway's certificate
+  certs/root-cert.pem  0644: the mesh root (written by the control plane's CA)
+  ca/                  0700: the mesh CA's private directory (keys, token signing key)
   bin/                 0755: app.py and client.py, run inside pods by unprivileged users
-  xds/xds.sock         the control plane's xDS socket, connectable by the proxy UID
+  run/<n>/             0755: the proxy agents' working directories (bootstrap, SDS socket;
+                       short paths: a Unix socket path holds at most 107 bytes)
+  xds/xds.sock         the control plane's plaintext xDS socket
+  xds/secure.sock      its TLS port (xDS + CA, istiod's 15012), connectable by the proxy UID
   discovery.log
 """
 
@@ -21,6 +26,7 @@ from meshpilot.demo import client as client_module
 from meshpilot.demo.certs import GatewayCertificate, write_public
 from meshpilot.demo.manifests import ConfigDir
 from meshpilot.runtime.leftovers import Owner
+from meshpilot.security.files import ensure_private_dir
 
 __all__ = ["PREFIX", "Workspace", "remove_stale_workspaces", "script_python"]
 
@@ -70,6 +76,8 @@ class Workspace:
                 write_public(bin_dir / source.name, source.read_bytes())
             xds = root / "xds"
             xds.mkdir(mode=0o755)
+            (root / "run").mkdir(mode=0o755)
+            ensure_private_dir(root / "ca")
             return cls(root, ConfigDir(root / "config"), certs, bin_dir, xds)
         except BaseException:
             shutil.rmtree(root, ignore_errors=True)
@@ -86,6 +94,21 @@ class Workspace:
     @property
     def socket(self) -> Path:
         return self.xds / "xds.sock"
+
+    def agent_dir(self, index: int) -> Path:
+        return self.root / "run" / str(index)
+
+    @property
+    def secure_socket(self) -> Path:
+        return self.xds / "secure.sock"
+
+    @property
+    def ca_dir(self) -> Path:
+        return self.root / "ca"
+
+    @property
+    def root_cert(self) -> Path:
+        return self.certs / "root-cert.pem"
 
     @property
     def ca_file(self) -> Path:
