@@ -1,6 +1,7 @@
 """Tools of the secure mesh tests: a packet capture on a pod's veth, JWTs signed with a real
-RSA key, workload certificates (real, from the mesh CA, or forged), the TLS probe run in a
-pod, and the secret values that must never show up in logs or debug endpoints.
+RSA key and a JWKS server in a pod of its own, workload certificates (real, from the mesh
+CA, or forged), the TLS probe run in a pod, and the secret values that must never show up
+in logs or debug endpoints.
 """
 
 from __future__ import annotations
@@ -26,12 +27,15 @@ from envoy.service.secret.v3 import sds_pb2_grpc
 from meshpilot.agent.certs.workload import build_csr, new_key
 from meshpilot.agent.options import sds_socket_path
 from meshpilot.demo.mesh import DemoMesh
+from meshpilot.runtime.cluster import Cluster
+from meshpilot.runtime.pod import PodSpec
 from meshpilot.runtime.tokens import TOKEN_PATH
 from meshpilot.security.ca import CertificateAuthority
 from meshpilot.security.identity import SpiffeId
 
 ETH_P_ALL = 0x0003
 PROBE = Path(__file__).with_name("tls_probe.py")
+NETWORKING = "networking.istio.io/v1"
 
 
 class WireCapture:
@@ -80,25 +84,73 @@ class WireCapture:
 
 
 class JwtIssuer:
-    """An issuer with an RSA key: its JWKS (inline in RequestAuthentication) and tokens."""
+    """An issuer with an RSA key: its JWKS (inline in RequestAuthentication, or served by
+    a JWKS server) and tokens. Another instance with the same issuer and a new `kid` is
+    the issuer after a key rotation."""
 
-    def __init__(self, issuer: str) -> None:
+    def __init__(self, issuer: str, kid: str = "e2e") -> None:
         self.issuer = issuer
+        self.kid = kid
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         numbers = self.key.public_key().public_numbers()
         self.jwks = json.dumps(
-            {"keys": [{"kty": "RSA", "kid": "e2e", "alg": "RS256", "use": "sig",
+            {"keys": [{"kty": "RSA", "kid": kid, "alg": "RS256", "use": "sig",
                        "e": _b64(_int_bytes(numbers.e)), "n": _b64(_int_bytes(numbers.n))}]}
         )  # fmt: skip
 
     def token(self, subject: str, forged: bool = False) -> str:
         now = int(dt.datetime.now(dt.UTC).timestamp())
-        header = {"alg": "RS256", "typ": "JWT", "kid": "e2e"}
+        header = {"alg": "RS256", "typ": "JWT", "kid": self.kid}
         claims = {"iss": self.issuer, "sub": subject, "iat": now, "exp": now + 3600}
         signing = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}"
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048) if forged else self.key
         signature = key.sign(signing.encode(), padding.PKCS1v15(), hashes.SHA256())
         return f"{signing}.{_b64(signature)}"
+
+
+class JwksServer:
+    """An identity provider's key endpoint: `python -m http.server` in a pod of its own
+    (namespace `external`, no sidecar), serving `jwks.json` from a directory; a rotation
+    rewrites the file. Its access log (the pod's app.log) shows who fetched the keys."""
+
+    PORT = 8000
+    HOST = "jwks.external.test"
+
+    def __init__(self, mesh: DemoMesh, directory: Path, issuer: JwtIssuer) -> None:
+        assert isinstance(mesh.cluster, Cluster)
+        self.directory = directory
+        self.serve(issuer)
+        argv = (sys.executable, "-m", "http.server", str(self.PORT), "--bind", "0.0.0.0",
+                "--directory", str(directory))  # fmt: skip
+        self.pod = mesh.cluster.add_pod(PodSpec(name="jwks", namespace="external", app=argv))
+        self.pod.wait_listening(self.PORT, timeout=10)
+
+    @property
+    def uri(self) -> str:
+        return f"http://{self.HOST}:{self.PORT}/jwks.json"
+
+    def serve(self, issuer: JwtIssuer) -> None:
+        """Publish the issuer's key set (atomically: a fetch never sees half of it)."""
+        temporary = self.directory / ".jwks.json.tmp"
+        temporary.write_text(issuer.jwks)
+        temporary.replace(self.directory / "jwks.json")
+
+    def service_entry(self) -> dict[str, Any]:
+        """The IdP as users register one: a ServiceEntry for its host, at the pod's address."""
+        spec = {
+            "hosts": [self.HOST],
+            "ports": [{"number": self.PORT, "name": "http", "protocol": "HTTP"}],
+            "resolution": "STATIC",
+            "location": "MESH_EXTERNAL",
+            "endpoints": [{"address": str(self.pod.ip)}],
+        }
+        meta = {"name": "jwks-idp", "namespace": "default"}
+        return {"apiVersion": NETWORKING, "kind": "ServiceEntry", "metadata": meta, "spec": spec}
+
+    def fetches(self) -> list[str]:
+        """Access log lines of key set requests."""
+        log = (self.pod.workdir / "app.log").read_text(errors="replace")
+        return [line for line in log.splitlines() if "GET /jwks.json" in line]
 
 
 def _b64(data: bytes) -> str:

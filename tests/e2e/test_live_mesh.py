@@ -113,13 +113,14 @@ def test_demo_tears_down_on_ctrl_c_and_sigterm(sig: signal.Signals, status: int)
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stderr is not None
+        stderr = proc.stderr
         lines: list[str] = []
         for line in proc.stdout:
             lines.append(line)
             if "pod logs:" in line:
                 break
         guide = "".join(lines)
-        wait_for(lambda: "runs until Ctrl-C" in proc.stderr.readline(), "the demo waiting", 60)
+        wait_for(lambda: "runs until Ctrl-C" in stderr.readline(), "the demo waiting", 60)
         pids = _processes_under(_paths(guide))
         assert len(pids) >= 20, f"expected apps, agents, Envoys and discovery: {pids}"
         proc.send_signal(sig)
@@ -181,11 +182,18 @@ def test_pod_to_pod_through_both_sidecars_by_service_name(mesh: DemoMesh) -> Non
 
 
 def test_external_host_directly_and_through_the_egress_gateway(mesh: DemoMesh) -> None:
+    """The sidecar -> egress gateway hop is mTLS (ISTIO_MUTUAL server on 8443, SNI the
+    external host): the client's subset cluster and the gateway's listener both count TLS
+    handshakes, and the external server hears the client's SPIFFE id from the gateway."""
     _passes(checks.check_egress_direct(mesh))
-    pattern = r"^http\.outbound_0\.0\.0\.0_8080.*downstream_rq_total$"
-    before = sum(mesh.stats("istio-egressgateway-0", pattern).values())
+    gateway = "istio-egressgateway-0"
+    pattern = r"^http\.outbound_0\.0\.0\.0_8443.*downstream_rq_total$"
+    before = sum(mesh.stats(gateway, pattern).values())
     _passes(checks.check_egress_gateway(mesh))
-    assert sum(mesh.stats("istio-egressgateway-0", pattern).values()) == before + 1
+    assert sum(mesh.stats(gateway, pattern).values()) == before + 1
+    assert sum(mesh.stats(gateway, r"^listener\.0\.0\.0\.0_8443\.ssl\.handshake$").values()) > 0
+    sent = r"^cluster\.outbound\|443\|external\|istio-egressgateway\..*\.ssl\.handshake$"
+    assert sum(mesh.stats("client", sent).values()) > 0
 
 
 # ---------------------------------------------------------------- (4) traffic split

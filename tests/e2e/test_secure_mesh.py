@@ -5,7 +5,8 @@ AuthorizationPolicy and RequestAuthentication applied by editing the watched fil
 One mesh for the module (real netns pods, real Envoy), with 16 s workload certificates so
 that rotation happens while the tests run. Policies go on `ratings`; each test removes its
 file and waits until traffic shows the default again. `httpbin` (the external server's pod)
-has no sidecar: it is the plaintext client and the home of the forged certificate.
+has no sidecar: it is the plaintext client and the home of the forged certificate. The
+JWKS test adds an identity provider's key server in a pod of its own (`jwks.external`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from pathlib import Path
 
 import pytest
 from tests.e2e.live_mesh import Traffic, assert_no_nacks, running_mesh, wait_for
-from tests.e2e.secure_mesh import JwtIssuer, WireCapture, secret_values, tls_probe, workload_pems
+from tests.e2e.secure_mesh import (
+    JwksServer,
+    JwtIssuer,
+    WireCapture,
+    secret_values,
+    tls_probe,
+    workload_pems,
+)
 
 from meshpilot.agent.ca_client import CaClient, CaError, CaSettings
 from meshpilot.agent.certs.workload import build_csr, new_key
@@ -195,6 +203,50 @@ def test_jwt_valid_invalid_missing(mesh: DemoMesh) -> None:
         assert _status(mesh, "client") == 403  # missing
     finally:
         _remove(mesh, "jwt.yaml")
+
+
+def test_jwt_keys_fetched_by_envoy_from_a_jwks_server(mesh: DemoMesh, tmp_path: Path) -> None:
+    """`jwksUri` at an identity provider in a pod of its own, registered by a ServiceEntry:
+    ratings' Envoy fetches the keys itself (remote_jwks through `outbound|8000||<host>`).
+    A rotation at the server is not seen while Envoy's cache holds the old set; a config
+    change (a new filter, an empty cache) fetches the new one."""
+    issuer = JwtIssuer("idp@meshpilot.test", kid="k1")
+    server = JwksServer(mesh, tmp_path, issuer)
+    rule: dict[str, object] = {"issuer": issuer.issuer, "jwksUri": server.uri}
+    allow = _ratings({"rules": [{"from": [{"source": {
+        "requestPrincipals": [f"{issuer.issuer}/alice"]}}]}]})  # fmt: skip
+
+    def apply() -> None:
+        authn = _ratings({"jwtRules": [rule]})
+        _apply(mesh, "jwks.yaml", server.service_entry(),
+               _policy("RequestAuthentication", "ratings-jwks", authn),
+               _policy("AuthorizationPolicy", "ratings-idp-alice", allow))  # fmt: skip
+
+    bearer = "authorization: Bearer "
+    apply()
+    try:
+        wait_for(lambda: _status(mesh, "client-locked") == 403, "requestPrincipals in force")
+        assert _status(mesh, "client", bearer + issuer.token("alice")) == 200
+        fetched = server.fetches()
+        assert fetched and all(line.startswith(f"{mesh.ip('ratings-v1')} ") for line in fetched)
+        # ";" : Envoy's stat scope for the cluster's transport socket (no TLS to the IdP)
+        jwks_cluster = r"^cluster\.outbound\|8000\|\|jwks\.external\.test;?\.upstream_cx_total$"
+        assert sum(mesh.stats("ratings-v1", jwks_cluster).values()) >= 1
+        assert _status(mesh, "client", bearer + issuer.token("alice", forged=True)) == 401
+        assert _status(mesh, "client", bearer + issuer.token("bob")) == 403
+        assert _status(mesh, "client") == 403  # missing
+        rotated = JwtIssuer(issuer.issuer, kid="k2")
+        server.serve(rotated)
+        assert _status(mesh, "client", bearer + rotated.token("alice")) == 401  # cached set
+        assert _status(mesh, "client", bearer + issuer.token("alice")) == 200
+        rule["timeout"] = "4s"
+        apply()
+        new_token = bearer + rotated.token("alice")
+        wait_for(lambda: _status(mesh, "client", new_token) == 200, "the rotated key fetched")
+        assert _status(mesh, "client", bearer + issuer.token("alice")) == 401
+        assert len(server.fetches()) > len(fetched)
+    finally:
+        _remove(mesh, "jwks.yaml")
 
 
 # ---------------------------------------------------------------- the CA

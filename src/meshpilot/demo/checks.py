@@ -235,13 +235,22 @@ def check_egress_direct(mesh: DemoMesh) -> CheckResult:
     return CheckResult(f"egress: {API_HOST} (ServiceEntry) directly", ok, f"{status} {line}")
 
 
+_GATEWAY_TLS = r"^listener\.0\.0\.0\.0_\d+\.ssl\.handshake$"
+
+
 def check_egress_gateway(mesh: DemoMesh) -> CheckResult:
+    """The client's sidecar sends egress.external.test to the egress gateway over mTLS (its
+    Gateway server is ISTIO_MUTUAL): the gateway's listener counts TLS handshakes, and the
+    gateway, having verified the sidecar's certificate, tells the external server whose it
+    was (X-Forwarded-Client-Cert): the client's SPIFFE id."""
     passed = _stat_total(mesh, EGRESS_POD, _GATEWAY_RECEIVED)
     status, line = mesh.get("client", _external(mesh, EGRESS_HOST))
     through = _stat_total(mesh, EGRESS_POD, _GATEWAY_RECEIVED) == passed + 1
+    handshakes = _stat_total(mesh, EGRESS_POD, _GATEWAY_TLS)
     source = mesh.loopback or f"from={mesh.ip(EGRESS_POD)}" in line
-    ok = status == 200 and EGRESS_HOST in line and through and source
-    detail = f"{status} {line} (sidecar -> egress gateway: plain HTTP, its Gateway server is HTTP)"
+    mtls = line.endswith(f"caller={CLIENT_ID}") and handshakes > 0
+    ok = status == 200 and EGRESS_HOST in line and through and source and mtls
+    detail = f"{status} {line} (sidecar -> egress gateway over mTLS: {handshakes} TLS handshakes)"
     return CheckResult(f"egress: {EGRESS_HOST} through the egress gateway", ok, detail)
 
 

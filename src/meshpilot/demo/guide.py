@@ -77,7 +77,7 @@ def _try(mesh: DemoMesh) -> list[str]:
         _curl(mesh, "client", f"{ratings}/", "-H", "x-demo-fault: delay", *code),
         _curl(mesh, "client", f"{ratings}/slow?ms=3000", *code),
         "  # an external host by ServiceEntry: directly, and through the egress gateway",
-        "  # (sidecar -> egress gateway: plain HTTP, its Gateway server is HTTP)",
+        "  # (sidecar -> egress gateway over mTLS: the answer names caller=<client's SPIFFE id>)",
         _curl(mesh, "client", f"http://{API_HOST}{ext}/"),
         _curl(mesh, "client", f"http://{EGRESS_HOST}{ext}/"),
     ]

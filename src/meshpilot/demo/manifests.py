@@ -40,6 +40,7 @@ __all__ = [
 NETWORKING = "networking.istio.io/v1"
 CREDENTIAL = "bookinfo-credential"
 SECRET_FILE = "ingress-credential.yaml"
+EGRESS_SUBSET = "external"  # the egress gateway's subset for egress.external.test
 
 
 def dump(docs: Iterable[Mapping[str, Any]]) -> str:
@@ -121,26 +122,38 @@ def _service_entry(name: str, host: str, address: str, port: int) -> dict[str, A
 
 def _egress(topology: Topology, external_ip: str) -> list[dict[str, Any]]:
     """api.external.test: registered, sidecars call it directly. egress.external.test:
-    sidecars send it to the egress gateway (plain HTTP: its Gateway server is HTTP), which
-    calls the external server."""
+    sidecars send it to the egress gateway over mTLS, which calls the external server, as
+    in Istio's egress gateway example: the Gateway server is ISTIO_MUTUAL, and a
+    DestinationRule gives the gateway's subset ISTIO_MUTUAL with the external host as SNI
+    (the gateway's filter chain matches its server's hosts by SNI)."""
     port, egress_port = topology.ports.external, topology.ports.egress_service
     gateway = f"{GATEWAY_NAMESPACE}/egress-gateway"
-    server_port = {"number": egress_port, "name": "http", "protocol": "HTTP"}
-    server = {"port": server_port, "hosts": [EGRESS_HOST]}
+    server = {
+        "port": {"number": egress_port, "name": "https", "protocol": "HTTPS"},
+        "hosts": [EGRESS_HOST],
+        "tls": {"mode": "ISTIO_MUTUAL"},
+    }
     egress_svc = f"istio-egressgateway.{GATEWAY_NAMESPACE}.svc.cluster.local"
+    to_gateway = {"host": egress_svc, "subset": EGRESS_SUBSET, "port": {"number": egress_port}}
     vs_spec = {
         "hosts": [EGRESS_HOST],
         "gateways": ["mesh", gateway],
         "http": [
             {
                 "match": [{"gateways": ["mesh"], "port": port}],
-                "route": [{"destination": {"host": egress_svc, "port": {"number": egress_port}}}],
+                "route": [{"destination": to_gateway}],
             },
             {
                 "match": [{"gateways": [gateway], "port": egress_port}],
                 "route": [{"destination": {"host": EGRESS_HOST, "port": {"number": port}}}],
             },
         ],
+    }
+    mtls = {"mode": "ISTIO_MUTUAL", "sni": EGRESS_HOST}
+    subset_policy = {"portLevelSettings": [{"port": {"number": egress_port}, "tls": mtls}]}
+    dr_spec = {
+        "host": egress_svc,
+        "subsets": [{"name": EGRESS_SUBSET, "trafficPolicy": subset_policy}],
     }
     return [
         _service_entry("api-external", API_HOST, external_ip, port),
@@ -152,6 +165,7 @@ def _egress(topology: Topology, external_ip: str) -> list[dict[str, Any]]:
             GATEWAY_NAMESPACE,
             spec={"selector": {"istio": "egressgateway"}, "servers": [server]},
         ),
+        _obj(NETWORKING, "DestinationRule", "egressgateway-for-external", NAMESPACE, spec=dr_spec),
         _obj(NETWORKING, "VirtualService", "egress-external", NAMESPACE, spec=vs_spec),
     ]
 

@@ -3,13 +3,16 @@
     ingress gateway ──HTTPS──► productpage ──► reviews v1 (80%) / v2 (20%; end-user: jason)
     client, client-locked ──► reviews, ratings (retries, faults, timeout), tcp-echo (TCP)
     client ──► api.external.test (directly)      ┐ the "external" server, outside the
-    client ──► egress.external.test via egress   ┘ mesh in a namespace of its own
+    client ──mTLS──► egress gateway ──► egress.external.test ┘ mesh in a namespace of its own
     client-locked: outboundTrafficPolicy REGISTRY_ONLY (a Sidecar object)
 
 Pods with a sidecar carry `security.istio.io/tlsMode: istio`, as Istio's injector adds it:
 callers' sidecars and the gateways then talk mTLS to them (auto mTLS), with the workload
 certificates each agent gets from the control plane's CA. On the loopback fallback only the
 client has a sidecar, so only it is labelled (an unlabelled app is called in plaintext).
+The egress gateway is labelled too: sidecars reach it over mTLS (its Gateway server is
+ISTIO_MUTUAL). The ingress gateway is not: it serves SIMPLE TLS to clients outside the mesh,
+and the label would make an in-mesh caller wrap mTLS around that.
 """
 
 from __future__ import annotations
@@ -55,8 +58,8 @@ class DemoPorts:
     external: int = 80  # the external server, registered by ServiceEntries
     ingress_service: int = 443  # the ingress gateway Service's HTTPS port
     ingress: int = 8443  # ... and its container (listener) port
-    egress_service: int = 80  # the egress gateway Service's HTTP port
-    egress: int = 8080  # ... and its container (listener) port
+    egress_service: int = 443  # the egress gateway Service's HTTPS (ISTIO_MUTUAL) port
+    egress: int = 8443  # ... and its container (listener) port
 
 
 class Role(StrEnum):
@@ -128,7 +131,7 @@ def _services(p: DemoPorts) -> tuple[ServiceDef, ...]:
         ),
         ServiceDef(
             "istio-egressgateway", "10.96.1.20", (("istio", "egressgateway"),),
-            (("http2", p.egress_service, p.egress),), GATEWAY_NAMESPACE,
+            (("https", p.egress_service, p.egress),), GATEWAY_NAMESPACE,
         ),
     )  # fmt: skip
 
@@ -158,7 +161,9 @@ def _workloads(p: DemoPorts, loopback: bool) -> tuple[Workload, ...]:
     ]
     workloads = [_injected(w, loopback) for w in workloads]
     for pod, istio in ((INGRESS_POD, "ingressgateway"), (EGRESS_POD, "egressgateway")):
-        labels = (("istio", istio),)
+        labels: tuple[tuple[str, str], ...] = (("istio", istio),)
+        if pod == EGRESS_POD:  # sidecars call it over mTLS (see the module docstring)
+            labels = (*labels, TLS_MODE_LABEL)
         workloads.append(
             Workload(pod, Role.ROUTER, f"istio-{istio}", namespace=GATEWAY_NAMESPACE,
                      extra_labels=labels)
