@@ -1,5 +1,6 @@
 """Repo service: git fetch into a per-URL mirror cache, revision resolution, checkouts,
-credentials from repo-creds Secrets, and the manifest cache."""
+credentials from repo-creds Secrets, server trust (TLS CAs, SSH known hosts) from
+Argo CD's ConfigMaps, and the manifest cache."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from meshpilot.gitops.repo.errors import (
     UnknownRevisionError,
 )
 from meshpilot.gitops.repo.fetch import RepoService
+from meshpilot.gitops.repo.settings import RepoSettings, repo_settings
+from meshpilot.gitops.repo.trust import RepoTrust, trust_from_configmaps
 from meshpilot.gitops.repo.urls import normalize_url, scrub
 
 __all__ = [
@@ -25,10 +28,14 @@ __all__ = [
     "RepoCredential",
     "RepoError",
     "RepoService",
+    "RepoSettings",
+    "RepoTrust",
     "RepoUnreachableError",
     "UnknownRevisionError",
     "credential_from_secret",
     "normalize_url",
+    "repo_settings",
     "scrub",
     "select_credential",
+    "trust_from_configmaps",
 ]

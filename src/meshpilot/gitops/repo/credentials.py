@@ -27,11 +27,21 @@ class RepoCredential:
     username: str = field(default="", repr=False)
     password: str = field(default="", repr=False)
     ssh_private_key: str = field(default="", repr=False)
-    insecure: bool = False
+    insecure: bool = False  # https: skip certificate checks; ssh: skip the host key check
+    tls_client_cert_data: str = field(default="", repr=False)  # PEM, for mutual TLS
+    tls_client_cert_key: str = field(default="", repr=False)
+    source: str = ""  # the Secret it came from (namespace/name), for error messages
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return tuple(s for s in (self.password, self.ssh_private_key) if s)
+        values = (self.password, self.ssh_private_key, self.tls_client_cert_key)
+        return tuple(s for s in values if s)
+
+    @property
+    def has_auth(self) -> bool:
+        return bool(
+            self.username or self.password or self.ssh_private_key or self.tls_client_cert_key
+        )
 
 
 def _field(secret: Mapping[str, Any], key: str, name: str) -> str:
@@ -64,6 +74,9 @@ def credential_from_secret(secret: Mapping[str, Any]) -> RepoCredential | None:
         password=_field(secret, "password", name),
         ssh_private_key=_field(secret, "sshPrivateKey", name),
         insecure=_field(secret, "insecure", name).lower() == "true",
+        tls_client_cert_data=_field(secret, "tlsClientCertData", name),
+        tls_client_cert_key=_field(secret, "tlsClientCertKey", name),
+        source=name,
     )
 
 
@@ -73,7 +86,7 @@ def select_credential(url: str, creds: Iterable[RepoCredential]) -> RepoCredenti
     for cred in creds:
         prefix = normalize_url(cred.url)
         if not cred.template:
-            if prefix == target and (cred.username or cred.password or cred.ssh_private_key):
+            if prefix == target and cred.has_auth:
                 return cred
             continue
         if target.startswith(prefix) and (

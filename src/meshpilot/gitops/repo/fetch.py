@@ -25,7 +25,9 @@ from meshpilot.gitops.repo.errors import (
     UnknownRevisionError,
 )
 from meshpilot.gitops.repo.git import GitEnv, git_auth, run_git
+from meshpilot.gitops.repo.messages import unreachable_message
 from meshpilot.gitops.repo.tempdir import private_tempdir
+from meshpilot.gitops.repo.trust import RepoTrust
 from meshpilot.gitops.repo.urls import cache_key, is_local, scrub
 
 __all__ = ["RepoService"]
@@ -47,13 +49,16 @@ class RepoService:
         credentials: Sequence[RepoCredential] = (),
         timeout: float = 120.0,
         base_env: Mapping[str, str] | None = None,
+        trust: RepoTrust | None = None,
     ) -> None:
         self.cache_root = cache_root
         self.credentials = list(credentials)
+        self.trust = trust or RepoTrust()
         self.timeout = timeout
         self.base_env = dict(base_env or {})
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+        self._tree_ids: dict[tuple[str, str, str], str] = {}
         cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
 
     def mirror_path(self, url: str) -> Path:
@@ -74,8 +79,15 @@ class RepoService:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     @contextmanager
-    def _env(self, url: str) -> Iterator[GitEnv]:
-        with git_auth(select_credential(url, self.credentials), self.base_env) as env:
+    def _env(self, url: str, remote: bool = True) -> Iterator[GitEnv]:
+        """git's environment; credentials and trust only for commands that talk to the
+        remote (fetch, ls-remote), so mirror-local commands leave no credential files."""
+        if not remote or is_local(url):
+            with git_auth(None, self.base_env) as env:
+                yield env
+            return
+        cred = select_credential(url, self.credentials)
+        with git_auth(cred, self.base_env, self.trust, url) as env:
             yield env
 
     def _git(self, args: list[str], env: GitEnv, cwd: Path | None, url: str) -> bytes:
@@ -83,9 +95,8 @@ class RepoService:
             return run_git(args, env, cwd=cwd, timeout=self.timeout).stdout
         except GitCommandError as exc:
             if args[0] in ("fetch", "ls-remote"):
-                raise RepoUnreachableError(
-                    f"{scrub(url)}: repository not reachable: {exc}"
-                ) from None
+                cred = select_credential(url, self.credentials)
+                raise RepoUnreachableError(unreachable_message(url, str(exc), cred)) from None
             raise
 
     def ls_remote(self, url: str) -> dict[str, str]:
@@ -143,11 +154,39 @@ class RepoService:
                 )
             return found
 
+    def tree_hash(self, url: str, commit: str, path: str) -> str | None:
+        """The git tree id of `path` at `commit` (None: no such directory). Two commits with
+        the same tree id render that path alike (Argo CD's manifest-generate-paths idea)."""
+        rel = path.strip("/") or "."
+        key = (cache_key(url), commit, rel)
+        with self._guard:
+            hit = self._tree_ids.get(key)
+        if hit is not None:
+            return hit or None
+        spec = f"{commit}^{{tree}}" if rel == "." else f"{commit}:{rel}"
+        with self._locked(url) as mirror, self._env(url, remote=False) as env:
+            try:
+                out = run_git(["rev-parse", "--verify", "--quiet", spec], env, mirror)
+                tree = out.stdout.decode().strip()
+            except GitCommandError:
+                tree = ""
+        with self._guard:
+            if len(self._tree_ids) > 10_000:
+                self._tree_ids.clear()
+            self._tree_ids[key] = tree
+        return tree or None
+
     @contextmanager
-    def checkout(self, url: str, commit: str, temp_parent: Path | None = None) -> Iterator[Path]:
-        """A private directory with the tree of `commit`; removed when the block exits."""
-        with self._locked(url) as mirror, self._env(url) as env:
-            tar = run_git(["archive", "--format=tar", commit], env, mirror, self.timeout).stdout
+    def checkout(
+        self, url: str, commit: str, temp_parent: Path | None = None, only: str = ""
+    ) -> Iterator[Path]:
+        """A private directory with the tree of `commit` (only the directory `only`, at its
+        place, when given: a plain directory source needs no more); removed on exit."""
+        args = ["archive", "--format=tar", commit]
+        if only.strip("/") not in ("", "."):
+            args += ["--", only.strip("/")]
+        with self._locked(url) as mirror, self._env(url, remote=False) as env:
+            tar = run_git(args, env, mirror, self.timeout).stdout
         with private_tempdir(temp_parent, prefix="meshpilot-checkout-") as work:
             with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
                 archive.extractall(work, filter="data")

@@ -141,7 +141,7 @@ def test_git_auth_files_are_private_and_removed(tmp_path: Path) -> None:
     from meshpilot.gitops.repo.git import git_auth, run_git
 
     cred = RepoCredential(url="https://h", username="u", password="pw", ssh_private_key="K")
-    with git_auth(cred) as env:
+    with git_auth(cred, url="ssh://git@h/r") as env:  # an ssh URL: the key file is written
         askpass = Path(env.env["GIT_ASKPASS"])
         folder = askpass.parent
         assert {p.name: oct(p.stat().st_mode & 0o777) for p in folder.iterdir()} == {
@@ -149,6 +149,7 @@ def test_git_auth_files_are_private_and_removed(tmp_path: Path) -> None:
             "username": "0o600",
             "password": "0o600",
             "id": "0o600",
+            "known_hosts": "0o600",
         }
         # git's askpass protocol answers with the stored values
         answer = subprocess.run(
