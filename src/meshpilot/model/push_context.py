@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -23,7 +23,7 @@ from meshpilot.model.sidecar_scope import SidecarScope, build_sidecar_scope, sel
 from meshpilot.registry.aggregate import Registry, build_registry
 from meshpilot.registry.model import Endpoint, Service
 
-__all__ = ["PushContext", "build_push_context", "push_version"]
+__all__ = ["REGISTRY_KINDS", "PushContext", "build_push_context", "push_version"]
 
 DOMAIN_SUFFIX = "cluster.local"
 
@@ -138,27 +138,66 @@ class PushContext:
         return out
 
 
+# Kinds the service registry is built from (registry/aggregate.py).
+REGISTRY_KINDS = frozenset(
+    {
+        Kind.SERVICE,
+        Kind.ENDPOINTS,
+        Kind.ENDPOINT_SLICE,
+        Kind.POD,
+        Kind.SERVICE_ENTRY,
+        Kind.WORKLOAD_ENTRY,
+    }
+)
+
+
 def build_push_context(
     objects: Sequence[ConfigObject[Any]],
     mesh: MeshConfig,
     counter: int = 1,
     now: datetime | None = None,
+    prev: PushContext | None = None,
+    changed: Collection[ConfigKey] | None = None,
 ) -> PushContext:
+    """A PushContext for `objects`. Given the previous one and the keys whose objects changed
+    since it was built, only the indexes whose kinds changed are rebuilt (Istio's
+    updateContext); the rest, and the sidecar scopes, are shared with `prev`."""
+    if prev is None or changed is None or mesh != prev.mesh:
+        prev, kinds = None, frozenset(Kind)
+    else:
+        kinds = frozenset(key.kind for key in changed)
     by_kind: dict[Kind, list[ConfigObject[Any]]] = defaultdict(list)
     for obj in objects:
-        by_kind[obj.key.kind].append(obj)
-    ordered = {kind: tuple(sorted(objs, key=lambda o: o.key)) for kind, objs in by_kind.items()}
-    registry = build_registry(objects, DOMAIN_SUFFIX, mesh.trust_domain)
+        if obj.key.kind in kinds:
+            by_kind[obj.key.kind].append(obj)
+    ordered = dict(prev.objects) if prev else {}
+    for kind in kinds:
+        ordered.pop(kind, None)
+    ordered.update(
+        {kind: tuple(sorted(objs, key=lambda o: o.key)) for kind, objs in by_kind.items()}
+    )
+    if prev and not kinds & REGISTRY_KINDS:
+        registry = prev.registry
+    else:
+        registry = build_registry(
+            objects, DOMAIN_SUFFIX, mesh.trust_domain, prev.registry if prev else None, changed
+        )
+    scopes_kept = prev is not None and registry is prev.registry and Kind.SIDECAR not in kinds
     return PushContext(
         version=push_version(counter, now),
         mesh=mesh,
         registry=registry,
         objects=ordered,
         by_key={o.key: o for o in objects},
-        virtual_services=VirtualServiceIndex.build(
+        virtual_services=prev.virtual_services
+        if prev and Kind.VIRTUAL_SERVICE not in kinds
+        else VirtualServiceIndex.build(
             list(ordered.get(Kind.VIRTUAL_SERVICE, ())), mesh, DOMAIN_SUFFIX
         ),
-        destination_rules=DestinationRuleIndex.build(
+        destination_rules=prev.destination_rules
+        if prev and Kind.DESTINATION_RULE not in kinds
+        else DestinationRuleIndex.build(
             list(ordered.get(Kind.DESTINATION_RULE, ())), mesh, DOMAIN_SUFFIX
         ),
+        _scopes=dict(prev._scopes) if prev and scopes_kept else {},
     )

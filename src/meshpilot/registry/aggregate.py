@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -41,27 +41,73 @@ def build_registry(
     objects: Sequence[ConfigObject[Any]],
     domain_suffix: str = "cluster.local",
     trust_domain: str = "cluster.local",
+    prev: Registry | None = None,
+    changed: Collection[ConfigKey] | None = None,
 ) -> Registry:
+    """The registry of `objects`. Given the previous registry and the keys changed since,
+    a change of Pods alone recomputes only the services of the Pods' namespaces (Services and
+    ServiceEntries select workloads of their own namespace); everything else is shared."""
     by_kind: dict[Kind, list[ConfigObject[Any]]] = defaultdict(list)
     for obj in objects:
         by_kind[obj.key.kind].append(obj)
-    pods = cast(list[ConfigObject[Pod]], by_kind[Kind.POD])
+    redo = _namespaces_to_redo(by_kind, prev, changed)
+    services, endpoints = _services(by_kind, redo, domain_suffix, trust_domain)
+    if prev is not None and redo is not None:
+        for svc in prev.services:
+            if svc.namespace not in redo:
+                key = (svc.hostname, svc.namespace)
+                services.append(svc)
+                endpoints[key] = prev.endpoints.get(key, {})
+    services.sort(key=lambda s: (s.hostname, s.namespace))
+    by_hostname: dict[str, list[Service]] = defaultdict(list)
+    for svc in services:
+        by_hostname[svc.hostname].append(svc)
+    return Registry(tuple(services), endpoints, {h: tuple(v) for h, v in by_hostname.items()})
+
+
+def _namespaces_to_redo(
+    by_kind: Mapping[Kind, Sequence[ConfigObject[Any]]],
+    prev: Registry | None,
+    changed: Collection[ConfigKey] | None,
+) -> frozenset[str] | None:
+    """The namespaces to recompute, or None for all of them."""
+    if prev is None or changed is None or any(k.kind is not Kind.POD for k in changed):
+        return None
+    # Endpoints and EndpointSlices find pods by IP, possibly across namespaces.
+    if by_kind.get(Kind.ENDPOINTS) or by_kind.get(Kind.ENDPOINT_SLICE):
+        return None
+    return frozenset(k.namespace for k in changed)
+
+
+def _services(
+    by_kind: Mapping[Kind, Sequence[ConfigObject[Any]]],
+    namespaces: frozenset[str] | None,
+    domain_suffix: str,
+    trust_domain: str,
+) -> tuple[list[Service], dict[ServiceKey, Mapping[int, tuple[Endpoint, ...]]]]:
+    """Services and their endpoints from the objects of `namespaces` (None: all)."""
+
+    def of(kind: Kind) -> list[ConfigObject[Any]]:
+        objs = by_kind.get(kind, [])
+        return list(objs) if namespaces is None else [o for o in objs if o.namespace in namespaces]
+
+    pods = cast(list[ConfigObject[Pod]], list(by_kind.get(Kind.POD, [])))
     pods_by_ip = {ip: p for p in pods if (ip := pod_ip(p.model))}
     pods_by_ns: dict[str, list[ConfigObject[Pod]]] = defaultdict(list)
     for pod in pods:
         pods_by_ns[pod.namespace].append(pod)
     endpoints_by_key = {
         ConfigKey(Kind.SERVICE, o.namespace, o.name): o
-        for o in cast(list[ConfigObject[Endpoints]], by_kind[Kind.ENDPOINTS])
+        for o in cast(list[ConfigObject[Endpoints]], of(Kind.ENDPOINTS))
     }
     slices: dict[ConfigKey, list[ConfigObject[EndpointSlice]]] = defaultdict(list)
-    for sl in cast(list[ConfigObject[EndpointSlice]], by_kind[Kind.ENDPOINT_SLICE]):
+    for sl in cast(list[ConfigObject[EndpointSlice]], of(Kind.ENDPOINT_SLICE)):
         if (svc_key := slice_service_key(sl)) is not None:
             slices[svc_key].append(sl)
 
     services: list[Service] = []
-    endpoints: dict[ServiceKey, dict[int, tuple[Endpoint, ...]]] = {}
-    for obj in cast(list[ConfigObject[KubeService]], by_kind[Kind.SERVICE]):
+    endpoints: dict[ServiceKey, Mapping[int, tuple[Endpoint, ...]]] = {}
+    for obj in cast(list[ConfigObject[KubeService]], of(Kind.SERVICE)):
         svc = kube_service(obj, domain_suffix)
         if svc is None:
             continue
@@ -76,8 +122,10 @@ def build_registry(
         svc = replace(svc, service_accounts=_service_accounts(svc, eps, trust_domain))
         services.append(svc)
         endpoints[(svc.hostname, svc.namespace)] = eps
-    workload_entries = cast(list[ConfigObject[WorkloadEntry]], by_kind[Kind.WORKLOAD_ENTRY])
-    for se in cast(list[ConfigObject[ServiceEntry]], by_kind[Kind.SERVICE_ENTRY]):
+    workload_entries = cast(
+        list[ConfigObject[WorkloadEntry]], list(by_kind.get(Kind.WORKLOAD_ENTRY, []))
+    )
+    for se in cast(list[ConfigObject[ServiceEntry]], of(Kind.SERVICE_ENTRY)):
         for svc, eps in service_entry_services(se, workload_entries, pods_by_ns[se.namespace]):
             key = (svc.hostname, svc.namespace)
             if key in endpoints:
@@ -91,11 +139,7 @@ def build_registry(
                 )
             services.append(svc)
             endpoints[key] = eps
-    services.sort(key=lambda s: (s.hostname, s.namespace))
-    by_hostname: dict[str, list[Service]] = defaultdict(list)
-    for svc in services:
-        by_hostname[svc.hostname].append(svc)
-    return Registry(tuple(services), endpoints, {h: tuple(v) for h, v in by_hostname.items()})
+    return services, endpoints
 
 
 def _service_accounts(

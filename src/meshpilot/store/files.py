@@ -1,10 +1,15 @@
 """FileStore: objects read from YAML files and directories, watched for changes.
 
 The files are polled (mtime, size and inode of every YAML/JSON file, plus the directories
-themselves so that added and removed files count) every `poll_interval` seconds; a change
-that has settled re-reads everything off the event loop and reports the keys whose objects
-changed. (Polling, not inotify: it works the same for directories, symlinked ConfigMap
-volumes and network filesystems, needs no dependency, and costs a few stat calls.)
+themselves so that added and removed files count) every `poll_interval` seconds. Polling is
+the ground truth: it works the same for directories, symlinked ConfigMap volumes and network
+filesystems and costs a few stat calls. On Linux, inotify (through libc, no dependency) wakes
+the poll early, so an edit is seen in milliseconds instead of up to one interval. A change
+that has settled (two looks in a row agree) is read off the event loop and the keys whose
+objects changed are reported. Only files whose stamp changed are parsed again: every file's
+parsed result is kept, and the files are merged in the order a full read takes them
+(duplicates and a second mesh config are reported the same way), so one edited file in a
+big mesh costs one file's parse, not the mesh's.
 
 Invalid input never reaches the store: an object that fails validation keeps its last good
 version, and so does every object of a file that is no longer readable YAML. The problems
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -56,6 +62,23 @@ def fingerprint(paths: Iterable[str | Path]) -> Fingerprint:
     return out
 
 
+def _ordered_files(paths: Iterable[str], files: Fingerprint) -> list[str]:
+    """The input files in the order a full read takes them (each root's files sorted)."""
+    out: list[str] = []
+    for raw in paths:
+        root = Path(raw)
+        if root.is_dir():
+            found = [Path(f) for f in files if f.endswith(_SUFFIXES) and _under(Path(f), root)]
+            out.extend(str(f) for f in sorted(p for p in found if p.is_file()))
+        else:
+            out.append(str(root))
+    return out
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path != root and root in path.parents
+
+
 def _note(out: Fingerprint, path: Path) -> None:
     with contextlib.suppress(OSError):
         st = path.stat()
@@ -79,6 +102,9 @@ class FileStore:
         self._mesh_file: str | None = None
         self._files: Fingerprint = {}
         self._handlers: list[ChangeHandler] = []
+        # Per input file: its stamp when read and what it held (parsed and validated).
+        self._parsed: dict[str, tuple[tuple[int, int, int], LoadResult]] = {}
+        self.files_parsed = 0  # files parsed so far (full reads count every file)
 
     def snapshot(self) -> StoreSnapshot:
         return self._snapshot
@@ -98,23 +124,44 @@ class FileStore:
 
     async def watch(self) -> None:
         """Poll until cancelled. A change is read (in a worker thread, applied here) once the
-        files look the same on two polls in a row, so a file still being written is not
-        read half-way."""
+        files look the same on two checks in a row, so a file still being written is not
+        read half-way; the confirming check comes a quarter interval after the first (a
+        write in progress moves size or mtime within milliseconds)."""
         seen: Fingerprint | None = None
-        while True:
-            await asyncio.sleep(self.poll_interval)
-            current = fingerprint(self.paths)
-            if current == self._files or current != seen:
-                seen = current
-                continue
-            self._apply(await asyncio.to_thread(self._read))
-            seen = None
+        with _Notifier(self.paths) as notifier:
+            while True:
+                confirm = 0.02 if notifier.active else self.poll_interval / 4
+                await notifier.wait(self.poll_interval if seen is None else confirm)
+                seen = await self._check(seen)
+
+    async def _check(self, seen: Fingerprint | None) -> Fingerprint | None:
+        """One look at the files: the fingerprint to confirm next time, or None."""
+        current = fingerprint(self.paths)
+        if current == self._files:
+            return None
+        if current != seen:
+            return current
+        self._apply(await asyncio.to_thread(self._read))
+        return None
 
     def _read(self) -> _Read:
         files = fingerprint(self.paths)
         try:
-            return _Read(load_paths(self.paths), None, files)
+            missing = [p for p in self.paths if p not in files]
+            if missing:
+                load_paths(missing)  # raises the loader's error for a missing path
+            parsed = {}
+            for name in _ordered_files(self.paths, files):
+                stamp = files.get(name)
+                known = self._parsed.get(name)
+                if stamp is None or known is None or known[0] != stamp:
+                    self.files_parsed += 1
+                    known = (stamp or (0, 0, 0), load_paths([name]))
+                parsed[name] = known
+            self._parsed = parsed
+            return _Read(_combine(r for _, r in parsed.values()), None, files)
         except MeshpilotError as exc:
+            self._parsed = {}
             return _Read(None, str(exc), files)
 
     def _apply(self, read: _Read) -> ChangeEvent | None:
@@ -149,6 +196,106 @@ class FileStore:
         for handler in self._handlers:
             handler(event)
         return event
+
+
+def _combine(results: Iterable[LoadResult]) -> LoadResult:
+    """Files read one by one, merged as one read of all of them would have loaded them."""
+    out = LoadResult()
+    seen: dict[ConfigKey, ConfigObject[Any]] = {}
+    for one in results:
+        out.diagnostics.extend(one.diagnostics)
+        if one.mesh_origin is not None:
+            if out.mesh_origin is None:
+                out.mesh, out.mesh_origin = one.mesh, one.mesh_origin
+            else:
+                first = out.mesh_origin
+                out.diagnostics.append(
+                    Diagnostic(
+                        file=one.mesh_origin.file,
+                        line=one.mesh_origin.line,
+                        kind="MeshConfig",
+                        message=f"a second mesh config; the one at {first.file}:"
+                        f"{first.line} is used",
+                    )
+                )
+        for obj in one.objects:
+            first_obj = seen.get(obj.key)
+            if first_obj is None:
+                seen[obj.key] = obj
+                out.objects.append(obj)
+                continue
+            out.diagnostics.append(
+                Diagnostic(
+                    file=obj.origin.file,
+                    line=obj.origin.line_of(()),
+                    kind=str(obj.key.kind),
+                    namespace=obj.key.namespace,
+                    name=obj.key.name,
+                    message=f"duplicate object: already defined at {first_obj.location}; "
+                    "this copy is ignored",
+                )
+            )
+    return out
+
+
+class _Notifier:
+    """Wakes the poll loop early when Linux inotify reports a change in a watched directory
+    (polling stays the ground truth: it also covers network filesystems and symlink swaps)."""
+
+    # IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_FROM/TO, IN_CREATE, IN_DELETE
+    _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self._paths = paths
+        self._fd = -1
+        self._event = asyncio.Event()
+        self._libc: Any = None
+
+    def __enter__(self) -> _Notifier:
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            if fd >= 0:
+                self._fd, self._libc = fd, libc
+                self._add_watches()
+                asyncio.get_running_loop().add_reader(fd, self._on_readable)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd >= 0:
+            with contextlib.suppress(Exception):
+                asyncio.get_running_loop().remove_reader(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
+    def _add_watches(self) -> None:
+        for raw in self._paths:
+            root = Path(raw)
+            dirs = [root] if root.is_dir() else [root.parent]
+            if root.is_dir():
+                for dirpath, dirnames, _ in os.walk(root):
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                    dirs.extend(Path(dirpath) / d for d in dirnames)
+            for d in dirs:
+                self._libc.inotify_add_watch(self._fd, os.fsencode(d), self._MASK)
+
+    def _on_readable(self) -> None:
+        with contextlib.suppress(OSError):
+            while os.read(self._fd, 65536):
+                pass
+        self._add_watches()  # new subdirectories (re-adding a watch is a no-op)
+        self._event.set()
+
+    @property
+    def active(self) -> bool:
+        return self._fd >= 0
+
+    async def wait(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._event.wait(), timeout)
+        if self._event.is_set():
+            self._event.clear()
+            await asyncio.sleep(0.01)  # let the writer finish (a rename is one event)
 
 
 def _file_of(result: LoadResult) -> str | None:
@@ -196,5 +343,8 @@ def _changed(
     old: Mapping[ConfigKey, ConfigObject[Any]], new: Mapping[ConfigKey, ConfigObject[Any]]
 ) -> set[ConfigKey]:
     changed = set(old.keys() ^ new.keys())
-    changed.update(k for k in old.keys() & new.keys() if old[k].model != new[k].model)
+    # Objects of files not read again are the very same objects: `is` settles most keys.
+    changed.update(
+        k for k in old.keys() & new.keys() if old[k] is not new[k] and old[k].model != new[k].model
+    )
     return changed

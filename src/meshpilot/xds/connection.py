@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+import weakref
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -77,6 +78,19 @@ class PushEvent:
 
 _ids = itertools.count(1)
 
+# Proxies of one class subscribe to equal name sets (thousands of EDS names each): they share
+# one frozenset, kept while any connection holds it.
+_NAMES: weakref.WeakValueDictionary[frozenset[str], frozenset[str]] = weakref.WeakValueDictionary()
+
+
+def _shared_names(names: frozenset[str]) -> frozenset[str]:
+    if len(names) < 16:
+        return names
+    found = _NAMES.get(names)
+    if found is None:
+        _NAMES[names] = found = names
+    return found
+
 
 @dataclass(eq=False, slots=True)
 class Connection:
@@ -94,6 +108,8 @@ class Connection:
     known: dict[str, dict[str, str]] = field(default_factory=dict)
     # Delta only: per type and nonce, the names sent, forgotten again if NACKed.
     in_flight: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
+    # What Envoy will ask for next (type, names), generated ahead while it applies a response.
+    dependents: list[tuple[str, frozenset[str]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -106,8 +122,11 @@ class Connection:
         if value is None:
             self.watched.pop(type_url, None)
             self.known.pop(type_url, None)
-        else:
-            self.watched[type_url] = value
+            return
+        shared = _shared_names(value.names)
+        if shared is not value.names:
+            value = replace(value, names=shared)
+        self.watched[type_url] = value
 
     def mark_always_respond(self, type_urls: frozenset[str]) -> None:
         for type_url in type_urls:

@@ -19,13 +19,12 @@ from envoy.service.discovery.v3 import discovery_pb2
 
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import SHORT_TYPE, Connection
-from meshpilot.xds.generate import PUSH_ORDER
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.protocol import Action, should_respond_delta
 from meshpilot.xds.protos import TypeUrl
-from meshpilot.xds.push_request import PushRequest
-from meshpilot.xds.resources import generate_resources, new_nonce, requested_names
-from meshpilot.xds.sotw import CONTROL_PLANE, record_decision
+from meshpilot.xds.push_request import PushRequest, push_plan
+from meshpilot.xds.resources import CONTROL_PLANE, generate_resources, new_nonce, requested_names
+from meshpilot.xds.sotw import record_decision
 
 __all__ = ["on_delta_request", "push_delta_responses"]
 
@@ -60,11 +59,15 @@ def on_delta_request(
 def push_delta_responses(
     conn: Connection, req: PushRequest, metrics: Metrics
 ) -> list[discovery_pb2.DeltaDiscoveryResponse]:
+    """The types the change can affect for this proxy (only the changed services'
+    assignments for an EDS-only push); conn.push is still the previous push."""
     assert req.push is not None
-    types = PUSH_ORDER if req.full_for(conn.proxy) else (TypeUrl.ENDPOINT,)
+    eds = conn.watched.get(TypeUrl.ENDPOINT)
+    eds_names = None if eds is None or eds.wildcard else eds.names
     out: list[discovery_pb2.DeltaDiscoveryResponse] = []
-    for type_url in types:
-        out += _respond(conn, type_url, req.push, metrics, always=False)
+    for type_url, names in push_plan(conn.push, req, conn.proxy, conn.watched, eds_names):
+        if names is None or names:
+            out += _respond(conn, type_url, req.push, metrics, always=False, only=names)
     return out
 
 
@@ -77,20 +80,29 @@ def _forget_in_flight(conn: Connection, type_url: str, nonce: str) -> None:
 
 
 def _respond(
-    conn: Connection, type_url: str, push: PushContext, metrics: Metrics, always: bool
+    conn: Connection,
+    type_url: str,
+    push: PushContext,
+    metrics: Metrics,
+    always: bool,
+    only: frozenset[str] | None = None,
 ) -> list[discovery_pb2.DeltaDiscoveryResponse]:
-    """The response for one type, or nothing when nothing changed (and none is owed)."""
+    """The response for one type (limited to the names `only`, when given), or nothing when
+    nothing changed (and none is owed)."""
     watched = conn.watched.get(type_url)
     if watched is None:
         return []
     started = time.perf_counter()
-    resources = generate_resources(push, conn.proxy, type_url, requested_names(watched))
+    wanted = requested_names(watched) if only is None else only
+    resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
     known = conn.known.setdefault(type_url, {})
     changed = [r for r in resources if known.get(r.name) != r.version]
     generated = {r.name for r in resources}
-    gone = {n for n, v in known.items() if v != _ABSENT and n not in generated}
+    scope = known.keys() if only is None else only & known.keys()
+    gone = {n for n in scope if known[n] != _ABSENT and n not in generated}
     if not watched.wildcard:
-        gone |= {n for n in watched.names if n not in known and n not in generated}
+        names = watched.names if only is None else only & watched.names
+        gone |= {n for n in names if n not in known and n not in generated}
     removed = sorted(gone)
     if not (changed or removed or always):
         return []

@@ -69,6 +69,11 @@ class PushQueue(Generic[K]):
         if key in self._order:
             self._order.remove(key)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing waiting and nothing being pushed."""
+        return not self._order and not self._processing
+
     def pending(self, key: K) -> PushRequest | None:
         return self._pending.get(key)
 

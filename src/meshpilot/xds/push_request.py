@@ -4,25 +4,30 @@ A request is *full* (every xDS type is regenerated) unless every changed object 
 endpoint source (Pods, Endpoints, EndpointSlices, WorkloadEntries) and, once the new
 PushContext is built, the services themselves are unchanged and only services whose
 endpoints travel by EDS gained or lost endpoints. Then only EDS is pushed (Istio's
-incremental EDS), except to a proxy whose own pod or addresses changed: it gets a full push.
+incremental EDS), and only the assignments of the services whose endpoints changed
+(`eds_hosts`), except to a proxy whose own pod or addresses changed: it gets a full push.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
+from meshpilot.model.relevance import affected_types
 from meshpilot.registry.model import Endpoint, Resolution
+from meshpilot.xds.generate import PUSH_ORDER
+from meshpilot.xds.protos import TypeUrl
 
 __all__ = [
     "ENDPOINT_KINDS",
     "PushRequest",
     "classify_endpoint_push",
+    "push_plan",
     "request_for_change",
     "trigger_reasons",
 ]
@@ -57,6 +62,8 @@ class PushRequest:
     push: PushContext | None = None
     # EDS-only requests: endpoint addresses that appeared, left or changed.
     changed_addresses: frozenset[str] = frozenset()
+    # EDS-only requests: hostnames of the services whose endpoints changed.
+    eds_hosts: frozenset[str] = frozenset()
 
     def merge(self, other: PushRequest) -> PushRequest:
         """Both requests in one: full wins, the later push context wins, the earliest start."""
@@ -68,6 +75,7 @@ class PushRequest:
             start=min(self.start, other.start),
             push=other.push or self.push,
             changed_addresses=self.changed_addresses | other.changed_addresses,
+            eds_hosts=self.eds_hosts | other.eds_hosts,
         )
 
     def full_for(self, proxy: Proxy) -> bool:
@@ -79,6 +87,72 @@ class PushRequest:
         return own in self.configs_updated or not self.changed_addresses.isdisjoint(
             proxy.ip_addresses
         )
+
+
+# What one push sends to a connection: per type, the names (None: all it watches).
+PushPlan = list[tuple[str, frozenset[str] | None]]
+_SHORT = {
+    TypeUrl.CLUSTER: "cds",
+    TypeUrl.ENDPOINT: "eds",
+    TypeUrl.LISTENER: "lds",
+    TypeUrl.ROUTE: "rds",
+    TypeUrl.SECRET: "sds",
+}
+
+
+def push_plan(
+    previous: PushContext,
+    req: PushRequest,
+    proxy: Proxy,
+    watched: Collection[str],
+    eds_names: frozenset[str] | None,
+) -> PushPlan:
+    """The types (and names) a push sends to a proxy that was last sent `previous`, given
+    the types it watches and its EDS subscription (None: wildcard)."""
+    assert req.push is not None
+    if req.full_for(proxy):
+        types = _affected(previous, req, proxy)
+        if "cds" in types:  # re-created clusters warm on their assignments
+            types |= {"eds"}
+        return [(t, None) for t in PUSH_ORDER if t in watched and _SHORT[t] in types]
+    if TypeUrl.ENDPOINT not in watched:
+        return []
+    if eds_names is None:
+        return [(TypeUrl.ENDPOINT, None)]
+    return [(TypeUrl.ENDPOINT, _eds_subset(req.push, eds_names, req.eds_hosts))]
+
+
+def _affected(previous: PushContext, req: PushRequest, proxy: Proxy) -> frozenset[str]:
+    assert req.push is not None
+    memo = req.push.memo.setdefault("relevance.affected", {})
+    assert isinstance(memo, dict)
+    key = (proxy.type, previous.version, req.configs_updated)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = affected_types(
+            proxy.type, req.configs_updated, previous.by_key, req.push.by_key
+        )
+    assert isinstance(found, frozenset)
+    return found
+
+
+def _eds_subset(push: PushContext, names: frozenset[str], hosts: frozenset[str]) -> frozenset[str]:
+    """The subscribed cluster names of the changed hosts (memoised: a class of proxies
+    subscribes to equal sets)."""
+    memo = push.memo.setdefault("eds.changed_names", {})
+    assert isinstance(memo, dict)
+    found = memo.get((names, hosts))
+    if found is None:
+        found = memo[(names, hosts)] = frozenset(n for n in names if _host_of(n) in hosts)
+    assert isinstance(found, frozenset)
+    return found
+
+
+def _host_of(cluster_name: str) -> str:
+    """The host of `outbound|<port>|<subset>|<host>` or of `outbound_.<port>_.<subset>_.<host>`."""
+    if "|" in cluster_name:
+        return cluster_name.rsplit("|", 1)[-1]
+    return cluster_name.split("_.", 3)[-1]
 
 
 def trigger_reasons(keys: Iterable[ConfigKey]) -> frozenset[str]:
@@ -103,6 +177,7 @@ def classify_endpoint_push(req: PushRequest, old: PushContext, new: PushContext)
     if old.registry.services != new.registry.services or old.mesh != new.mesh:
         return replace(req, full=True)
     changed: set[str] = set()
+    hosts: set[str] = set()
     by_key = {(s.hostname, s.namespace): s for s in new.registry.services}
     for key in old.registry.endpoints.keys() | new.registry.endpoints.keys():
         before = old.registry.endpoints.get(key, {})
@@ -112,9 +187,10 @@ def classify_endpoint_push(req: PushRequest, old: PushContext, new: PushContext)
         svc = by_key.get(key)
         if svc is None or svc.resolution is not Resolution.CLIENT_SIDE_LB:
             return replace(req, full=True)  # endpoints inline in CDS, or per-endpoint listeners
+        hosts.add(svc.hostname)
         for port in before.keys() | after.keys():
             changed |= _changed_addresses(before.get(port, ()), after.get(port, ()))
-    return replace(req, changed_addresses=frozenset(changed))
+    return replace(req, changed_addresses=frozenset(changed), eds_hosts=frozenset(hosts))
 
 
 def _changed_addresses(before: Iterable[Endpoint], after: Iterable[Endpoint]) -> set[str]:

@@ -3,6 +3,10 @@
 Proxies of one class get the very same messages from the generators' per-push cache, so
 their serialized bytes (and, for Delta, their version hashes) are memoised per push by
 message identity; the memo pins the message so its id stays unique for the push's lifetime.
+
+A SotW response is assembled on the wire (`sotw_response`): each resource keeps the bytes
+that frame it as a packed `Any` in `DiscoveryResponse.resources`, so a response to one more
+proxy is one join of shared bytes, never a protobuf built and serialized per proxy.
 """
 
 from __future__ import annotations
@@ -13,14 +17,28 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2
 
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import WatchedResource
 from meshpilot.xds.generate import generator
+from meshpilot.xds.protos import TypeUrl
+from meshpilot.xds.references import rds_names
+from meshpilot.xds.wire import field_number, length_delimited, tag, varint
 
-__all__ = ["Resource", "generate_resources", "new_nonce", "requested_names"]
+__all__ = [
+    "CONTROL_PLANE",
+    "Resource",
+    "generate_resources",
+    "new_nonce",
+    "prewarm",
+    "requested_names",
+    "sotw_response",
+]
+
+CONTROL_PLANE = "meshpilot"
 
 _MEMO_KEY = "xds.serialized"
 
@@ -30,9 +48,42 @@ class Resource:
     name: str
     body: bytes
     version: str  # hash of the bytes (Delta resource version)
+    # Wire prefix of this resource as an entry of DiscoveryResponse.resources: the field's
+    # tag and length, then the Any's type_url and the tag and length of its value.
+    head: bytes = b""
 
     def packed(self, type_url: str) -> any_pb2.Any:
         return any_pb2.Any(type_url=type_url, value=self.body)
+
+
+_DR = discovery_pb2.DiscoveryResponse.DESCRIPTOR
+_VERSION = field_number(_DR, "version_info")
+_RESOURCES = field_number(_DR, "resources")
+_TYPE_URL = field_number(_DR, "type_url")
+_NONCE = field_number(_DR, "nonce")
+_CONTROL_PLANE = field_number(_DR, "control_plane")
+_ANY_TYPE_URL = field_number(any_pb2.Any.DESCRIPTOR, "type_url")
+_ANY_VALUE = field_number(any_pb2.Any.DESCRIPTOR, "value")
+_IDENTIFIER = length_delimited(1, CONTROL_PLANE.encode())  # ControlPlane.identifier
+
+
+def _head(type_url: str, body: bytes) -> bytes:
+    type_field = length_delimited(_ANY_TYPE_URL, type_url.encode())
+    value_head = tag(_ANY_VALUE) + varint(len(body)) if body else b""
+    any_len = len(type_field) + len(value_head) + len(body)
+    return tag(_RESOURCES) + varint(any_len) + type_field + value_head
+
+
+def sotw_response(version: str, type_url: str, nonce: str, resources: list[Resource]) -> bytes:
+    """A serialized DiscoveryResponse, the same bytes protobuf would produce."""
+    parts = [length_delimited(_VERSION, version.encode())] if version else []
+    for r in resources:
+        parts.append(r.head)
+        parts.append(r.body)
+    parts.append(length_delimited(_TYPE_URL, type_url.encode()))
+    parts.append(length_delimited(_NONCE, nonce.encode()))
+    parts.append(length_delimited(_CONTROL_PLANE, _IDENTIFIER))
+    return b"".join(parts)
 
 
 def new_nonce() -> str:
@@ -49,9 +100,15 @@ def resource_name(msg: Any) -> str:
 
 
 def generate_resources(
-    push: PushContext, proxy: Proxy, type_url: str, names: Collection[str] | None
+    push: PushContext,
+    proxy: Proxy,
+    type_url: str,
+    names: Collection[str] | None,
+    dependents: list[tuple[str, frozenset[str]]] | None = None,
 ) -> list[Resource]:
-    """The proxy's resources of one type (only `names` unless None), serialized."""
+    """The proxy's resources of one type (only `names` unless None), serialized. With
+    `dependents`, the names Envoy will ask for next are appended to it: the route configs
+    after LDS (see `prewarm`)."""
     messages = generator(type_url, proxy.type)(push, proxy, names)
     memo = push.memo.setdefault(_MEMO_KEY, {})
     assert isinstance(memo, dict)
@@ -61,6 +118,23 @@ def generate_resources(
         if entry is None or entry[0] is not msg:
             body = msg.SerializeToString(deterministic=True)
             digest = hashlib.blake2b(body, digest_size=8).hexdigest()
-            entry = memo[id(msg)] = (msg, Resource(resource_name(msg), body, digest))
+            resource = Resource(resource_name(msg), body, digest, _head(type_url, body))
+            entry = memo[id(msg)] = (msg, resource)
         out.append(entry[1])
+    if dependents is not None and type_url in _DEPENDENT:
+        dependents.append((_DEPENDENT[type_url], frozenset(rds_names(messages))))
     return out
+
+
+# What Envoy asks for once it has a type: RDS for its listeners. (Not EDS after CDS: a CDS
+# answer is megabytes that gRPC sends in many writes on the event loop, and building the
+# assignments meanwhile delays it; Envoy asks for EDS early in applying CDS anyway.)
+_DEPENDENT = {TypeUrl.LISTENER: TypeUrl.ROUTE}
+
+
+def prewarm(push: PushContext, proxy: Proxy, dependents: list[tuple[str, frozenset[str]]]) -> None:
+    """Generate (into the push's caches) the dependents of what was just sent, while Envoy
+    applies it: its EDS or RDS request is then answered from the cache (B4)."""
+    for type_url, names in dependents:
+        if names:
+            generate_resources(push, proxy, type_url, names)

@@ -1,35 +1,38 @@
 """DiscoveryServer: the ADS server (grpc.aio), SotW and Delta, and the push pipeline.
 
-    store change ──► Debouncer ──► build PushContext (worker thread) ──► PushQueue ──►
-    dispatcher (at most `push_concurrency` pushes in flight) ──► each stream's task ──► Envoy
+    store change ──► Debouncer ──► build PushContext (worker thread; only the indexes whose
+    kinds changed) ──► PushQueue ──► dispatcher (at most `push_concurrency` full pushes in
+    flight) ──► each stream's task (relevance: only the affected types) ──► Envoy
 
 Each stream has one task that handles its requests and its pushes in order (Istio's model),
 so per-connection state needs no locks. The server reaches generators only through
-GENERATORS (xds/resources.py); this is the only module that imports `*_pb2_grpc`.
+GENERATORS (xds/resources.py). The ADS service is registered by hand (xds/grpc_service.py)
+so that a response may be bytes already assembled on the wire (xds/resources.py
+`sotw_response`) as well as a message. Once an LDS answer is on its way, the RDS answer
+Envoy will ask for next is built.
 
-Heap: every new PushContext is settled (collected, then frozen: meshpilot.heap). Dropping
-an old push frees it by reference counting even while frozen, because pushes hold no
-reference cycles (measured on bookinfo and the golden inputs: the frozen count stays flat
-push after push), so `gc.unfreeze()` is not called per push. As a guard against cycles
-creeping in, the frozen set is thawed and collected once it has doubled since the last thaw.
+Heap: every new PushContext is settled (collected, then frozen: meshpilot.heap) once its
+push has gone out, not on the way to the proxies. Dropping an old push frees it by reference
+counting even while frozen, because pushes hold no reference cycles (measured on bookinfo and
+the golden inputs: the frozen count stays flat push after push), so `gc.unfreeze()` is not
+called per push. As a guard against cycles creeping in, the frozen set is thawed and
+collected once it has doubled since the last thaw.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
-import os
-import stat
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
 import grpc
-from envoy.service.discovery.v3 import ads_pb2_grpc
+from envoy.service.discovery.v3 import discovery_pb2
 
+from meshpilot.config.keys import ConfigKey
 from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.settings import Settings
@@ -37,13 +40,15 @@ from meshpilot.store.base import ChangeEvent, ConfigStore, StoreSnapshot
 from meshpilot.xds.connection import Connection, PushEvent
 from meshpilot.xds.debounce import Debouncer
 from meshpilot.xds.delta import on_delta_request, push_delta_responses
+from meshpilot.xds.grpc_service import ads_handler, bind, remove_stale_socket, serialize_response
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import parse_node, proxy_for
 from meshpilot.xds.push_queue import PushQueue
 from meshpilot.xds.push_request import PushRequest, classify_endpoint_push, request_for_change
+from meshpilot.xds.resources import prewarm
 from meshpilot.xds.sotw import on_request, push_responses
 
-__all__ = ["DiscoveryServer"]
+__all__ = ["DiscoveryServer", "serialize_response"]
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +65,7 @@ class DiscoveryServer:
         )
         self._push_context: PushContext | None = None
         self._seen = StoreSnapshot(version=0)
+        self._built_from = StoreSnapshot(version=0)  # what the current push was built from
         self._counter = 0
         self._grpc: grpc.aio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -91,13 +97,13 @@ class DiscoveryServer:
                 ("grpc.max_receive_message_length", 64 * 1024 * 1024),
             ]
         )
-        ads_pb2_grpc.add_AggregatedDiscoveryServiceServicer_to_server(_AdsServicer(self), server)
+        server.add_generic_rpc_handlers((ads_handler(self),))
         host = address or self.settings.listen_address
         bind_port = self.settings.ports.xds_plaintext if port is None else port
-        self.port = _bind(server, f"{host}:{bind_port}")
+        self.port = bind(server, f"{host}:{bind_port}")
         if self.settings.xds_uds:
-            _remove_stale_socket(self.settings.xds_uds)
-            _bind(server, f"unix:{self.settings.xds_uds}")
+            remove_stale_socket(self.settings.xds_uds)
+            bind(server, f"unix:{self.settings.xds_uds}")
         await server.start()
         self._grpc = server
         for coro in (self.debouncer.run(), self._dispatch()):
@@ -132,11 +138,19 @@ class DiscoveryServer:
         snapshot = self.store.snapshot()
         self._counter += 1
         started = time.perf_counter()
+        prev, built_from = self._push_context, self._built_from
+        changed = None if prev is None or req.forced else _changed_keys(built_from, snapshot)
         push = await asyncio.to_thread(
-            build_push_context, list(snapshot.objects.values()), snapshot.mesh, self._counter
+            build_push_context,
+            list(snapshot.objects.values()),
+            snapshot.mesh,
+            self._counter,
+            None,
+            prev,
+            changed,
         )
+        self._built_from = snapshot
         self.metrics.push_context_init.observe(time.perf_counter() - started)
-        self._settle_heap()
         old, self._push_context = self._push_context, push
         req = classify_endpoint_push(req, old, push) if old else replace(req, push=push, full=True)
         self.metrics.debounce_time.observe(time.monotonic() - req.start)
@@ -147,6 +161,19 @@ class DiscoveryServer:
         log.info("push %s (%s) for %d proxies", push.version, _scope(req), len(self.connections))
         for conn in self.connections.values():
             self.queue.enqueue(conn, req)
+        if self._grpc is None:
+            self._settle_heap()  # the first push, before serving
+        else:
+            self._spawn(self._settle_when_idle(push))
+
+    async def _settle_when_idle(self, push: PushContext) -> None:
+        """Settle the heap once this push has gone out (a full collection takes a few
+        hundred ms with a thousand proxies: not on the way to them), unless a newer push
+        came meanwhile (it settles then)."""
+        while not self.queue.idle:
+            await asyncio.sleep(0.05)
+        if push is self._push_context:
+            self._settle_heap()
 
     def _settle_heap(self) -> None:
         if self._thawed_at and gc.get_freeze_count() > 2 * self._thawed_at:
@@ -157,19 +184,26 @@ class DiscoveryServer:
             self._thawed_at = max(gc.get_freeze_count(), 1)
 
     async def _dispatch(self) -> None:
+        """At most `push_concurrency` full pushes in flight (Istio's PILOT_PUSH_THROTTLE);
+        EDS-only pushes are a few hundred bytes each and are not held back."""
         limit = asyncio.Semaphore(self.settings.push_concurrency)
         while (item := await self.queue.dequeue()) is not None:
-            await limit.acquire()
-            self._spawn(self._deliver(*item, limit))
+            held = item[1].full
+            if held:
+                await limit.acquire()
+            self._spawn(self._deliver(*item, limit if held else None))
 
-    async def _deliver(self, conn: Connection, req: PushRequest, limit: asyncio.Semaphore) -> None:
+    async def _deliver(
+        self, conn: Connection, req: PushRequest, limit: asyncio.Semaphore | None
+    ) -> None:
         try:
             if conn.id in self.connections:
                 done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 conn.events.put_nowait(PushEvent(req, done))
                 await done
         finally:
-            limit.release()
+            if limit is not None:
+                limit.release()
             self.queue.mark_done(conn)
 
     def _spawn(self, coro: Any) -> None:
@@ -178,9 +212,23 @@ class DiscoveryServer:
         task.add_done_callback(self._tasks.discard)
 
     async def stream(
+        self,
+        requests: AsyncIterator[Any],
+        context: grpc.aio.ServicerContext,
+        delta: bool,
+        wire: bool = False,
+    ) -> AsyncIterator[Any]:
+        """One ADS stream: its first request names the node; then requests and pushes.
+        With `wire`, SotW responses are the serialized bytes (the handler must pass bytes
+        through: `serialize_response`); else they are DiscoveryResponse messages."""
+        async for response in self._stream(requests, context, delta):
+            if not wire and isinstance(response, bytes):
+                response = discovery_pb2.DiscoveryResponse.FromString(response)
+            yield response
+
+    async def _stream(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, delta: bool
     ) -> AsyncIterator[Any]:
-        """One ADS stream: its first request names the node; then requests and pushes."""
         try:
             first = await anext(requests)
         except StopAsyncIteration:
@@ -210,21 +258,25 @@ class DiscoveryServer:
         push_fn = push_delta_responses if conn.delta else push_responses
         for response in handle(conn, first, self.metrics):
             yield response
+        _prewarm(conn)
         while (event := await conn.events.get()) is not None:
             if isinstance(event, PushEvent):
                 for response in self._push_responses(conn, event.request, push_fn):
                     yield response
+                conn.dependents.clear()  # a push sends the dependent types itself
                 _resolve(event.done)
                 self.metrics.convergence.observe(time.monotonic() - event.request.start)
             else:
                 for response in handle(conn, event, self.metrics):
                     yield response
+                _prewarm(conn)
 
     def _push_responses(self, conn: Connection, req: PushRequest, push_fn: Any) -> list[Any]:
         assert req.push is not None
         conn.proxy = proxy_for(req.push, conn.node)
-        conn.push = req.push
+        # conn.push is still the previous push: relevance compares the two.
         responses: list[Any] = push_fn(conn, req, self.metrics)
+        conn.push = req.push
         return responses
 
     def _connect(self, conn: Connection) -> None:
@@ -263,20 +315,28 @@ async def _read(requests: AsyncIterator[Any], conn: Connection) -> None:
         conn.events.put_nowait(None)
 
 
-def _bind(server: grpc.aio.Server, address: str) -> int:
-    try:
-        port = server.add_insecure_port(address)
-    except RuntimeError as exc:  # grpc's way of saying the bind failed
-        raise OSError(f"cannot listen on {address} (address in use?)") from exc
-    if not port:
-        raise OSError(f"cannot listen on {address}")
-    return int(port)
+def _prewarm(conn: Connection, after: float = 0.01) -> None:
+    """Build the route configs Envoy will ask for next while it applies the listeners just
+    sent, a moment later so that gRPC gets the (small) LDS answer out first (B4: without
+    it, Envoy sits idle while a thousand-host route config is built)."""
+    if not conn.dependents:
+        return
+    dependents, conn.dependents = conn.dependents, []
+
+    def build() -> None:
+        if conn.events.empty():  # else a request is waiting: it goes first
+            prewarm(conn.push, conn.proxy, dependents)
+
+    asyncio.get_running_loop().call_later(after, build)
 
 
-def _remove_stale_socket(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            os.unlink(path)
+def _changed_keys(old: StoreSnapshot, new: StoreSnapshot) -> set[ConfigKey]:
+    """Keys whose objects differ between two snapshots: the store keeps the very objects of
+    what it did not read again, so identity settles it."""
+    before, after = old.objects, new.objects
+    changed = {k for k in before.keys() ^ after.keys()}
+    changed.update(k for k, obj in after.items() if k in before and before[k] is not obj)
+    return changed
 
 
 def _resolve(done: asyncio.Future[None]) -> None:
@@ -286,20 +346,3 @@ def _resolve(done: asyncio.Future[None]) -> None:
 
 def _scope(req: PushRequest) -> str:
     return "full" if req.full else "eds"
-
-
-class _AdsServicer(ads_pb2_grpc.AggregatedDiscoveryServiceServicer):  # type: ignore[misc]
-    def __init__(self, server: DiscoveryServer) -> None:
-        self._server = server
-
-    async def StreamAggregatedResources(
-        self, request_iterator: AsyncIterator[Any], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[Any]:
-        async for response in self._server.stream(request_iterator, context, delta=False):
-            yield response
-
-    async def DeltaAggregatedResources(
-        self, request_iterator: AsyncIterator[Any], context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[Any]:
-        async for response in self._server.stream(request_iterator, context, delta=True):
-            yield response

@@ -2,28 +2,36 @@
 
 Every response carries all resources of its type the proxy watches (all of them for LDS and
 CDS, the subscribed names for EDS, RDS and SDS), `version_info` = the push version and a
-fresh nonce. A full push sends the watched types in PUSH_ORDER (CDS, EDS, LDS, RDS, SDS:
-make before break); an EDS-only push sends EDS alone.
+fresh nonce. A full push sends, in PUSH_ORDER (CDS, EDS, LDS, RDS, SDS: make before break),
+the watched types the change can affect for this proxy (model/relevance.py); an EDS-only
+push sends only the assignments of the services whose endpoints changed: EDS and RDS are not
+state-of-the-world types, so resources left out of a response stay as they are in Envoy
+(only LDS and CDS responses must be complete).
+Responses are assembled on the wire (xds/resources.py) and handed to gRPC as bytes.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
 
 from envoy.service.discovery.v3 import discovery_pb2
 
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import SHORT_TYPE, Connection
-from meshpilot.xds.generate import PUSH_ORDER
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.protocol import Action, should_respond
 from meshpilot.xds.protos import TypeUrl
-from meshpilot.xds.push_request import PushRequest
-from meshpilot.xds.resources import generate_resources, new_nonce, requested_names
+from meshpilot.xds.push_request import PushRequest, push_plan
+from meshpilot.xds.resources import (
+    CONTROL_PLANE,
+    generate_resources,
+    new_nonce,
+    requested_names,
+    sotw_response,
+)
 
 __all__ = ["CONTROL_PLANE", "on_request", "push_responses", "record_decision"]
-
-CONTROL_PLANE = "meshpilot"
 
 
 def record_decision(type_url: str, action: Action, metrics: Metrics) -> None:
@@ -36,7 +44,7 @@ def record_decision(type_url: str, action: Action, metrics: Metrics) -> None:
 
 def on_request(
     conn: Connection, request: discovery_pb2.DiscoveryRequest, metrics: Metrics
-) -> list[discovery_pb2.DiscoveryResponse]:
+) -> list[bytes]:
     type_url = request.type_url
     decision = should_respond(conn.watch(type_url), request)
     record_decision(type_url, decision.action, metrics)
@@ -47,28 +55,32 @@ def on_request(
     return [respond(conn, type_url, conn.push, metrics)]
 
 
-def push_responses(
-    conn: Connection, req: PushRequest, metrics: Metrics
-) -> list[discovery_pb2.DiscoveryResponse]:
+def push_responses(conn: Connection, req: PushRequest, metrics: Metrics) -> list[bytes]:
+    """The responses of one push to this connection (conn.push is still the previous one)."""
     assert req.push is not None
-    types = PUSH_ORDER if req.full_for(conn.proxy) else (TypeUrl.ENDPOINT,)
-    return [respond(conn, t, req.push, metrics) for t in types if t in conn.watched]
+    out = []
+    eds = conn.watched.get(TypeUrl.ENDPOINT)
+    eds_names = None if eds is None or eds.wildcard else eds.names
+    for type_url, names in push_plan(conn.push, req, conn.proxy, conn.watched, eds_names):
+        if names is None or names:
+            out.append(respond(conn, type_url, req.push, metrics, names))
+    return out
 
 
 def respond(
-    conn: Connection, type_url: str, push: PushContext, metrics: Metrics
-) -> discovery_pb2.DiscoveryResponse:
+    conn: Connection,
+    type_url: str,
+    push: PushContext,
+    metrics: Metrics,
+    names: Collection[str] | None = None,
+) -> bytes:
+    """A response with the watched resources of a type (or only `names` of them)."""
     started = time.perf_counter()
     watched = conn.watched[type_url]
-    resources = generate_resources(push, conn.proxy, type_url, requested_names(watched))
+    wanted = requested_names(watched) if names is None else names
+    resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
     nonce = new_nonce()
-    response = discovery_pb2.DiscoveryResponse(
-        version_info=push.version,
-        type_url=type_url,
-        nonce=nonce,
-        resources=[r.packed(type_url) for r in resources],
-    )
-    response.control_plane.identifier = CONTROL_PLANE
+    response = sotw_response(push.version, type_url, nonce, resources)
     conn.record_sent(type_url, push.version, nonce)
     short = SHORT_TYPE[type_url]
     metrics.pushes.inc(short)

@@ -13,7 +13,7 @@ from functools import lru_cache
 
 from google.protobuf.descriptor import Descriptor
 
-__all__ = ["field_number", "length_delimited", "varint"]
+__all__ = ["field_number", "length_delimited", "tag", "varint"]
 
 _WIRE_LENGTH_DELIMITED = 2
 
@@ -30,6 +30,11 @@ def varint(value: int) -> bytes:
 @lru_cache(maxsize=4096)
 def _tag(number: int) -> bytes:
     return varint(number << 3 | _WIRE_LENGTH_DELIMITED)
+
+
+def tag(number: int) -> bytes:
+    """The tag of a length-delimited field (to be followed by a varint length)."""
+    return _tag(number)
 
 
 def length_delimited(number: int, payload: bytes) -> bytes:

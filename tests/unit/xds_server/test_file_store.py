@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from pathlib import Path
 
 import pytest
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
+from meshpilot.config.loader import load_paths
 from meshpilot.errors import MeshpilotError
 from meshpilot.store import MESH_KEY, ChangeEvent, FileStore
 
@@ -146,3 +148,58 @@ def test_watch_notices_edits(tmp_path: Path, store: tuple[FileStore, list[Change
 
     asyncio.run(scenario())
     assert [e.keys for e in events] == [{VS_KEY}]
+
+
+def test_only_changed_files_are_read_again(
+    tmp_path: Path, store: tuple[FileStore, list[ChangeEvent]]
+) -> None:
+    files, _ = store
+    assert files.files_parsed == 2
+    svc_before = files.snapshot().objects[SVC_KEY]
+    write(tmp_path / "vs.yaml", VS.format(subset="v2"))
+    event = files.load()
+    assert event is not None and event.keys == {VS_KEY}
+    assert files.files_parsed == 3  # vs.yaml only
+    assert files.snapshot().objects[SVC_KEY] is svc_before  # svc.yaml's objects are kept
+
+
+def test_files_read_one_by_one_merge_as_one_read(
+    tmp_path: Path, store: tuple[FileStore, list[ChangeEvent]]
+) -> None:
+    """Duplicates across files and a second mesh config are reported as one read of all the
+    files reports them, with the same objects and mesh config."""
+    files, _ = store
+    (tmp_path / "sub").mkdir()
+    write(tmp_path / "meshconfig.yaml", "outboundTrafficPolicy: {mode: REGISTRY_ONLY}\n")
+    write(tmp_path / "sub" / "mesh.yaml", "outboundTrafficPolicy: {mode: ALLOW_ANY}\n")
+    write(tmp_path / "zz-dup.yaml", SVC)
+    files.load()
+    snap = files.snapshot()
+    whole = load_paths([tmp_path])
+    assert {str(d) for d in snap.diagnostics} == {str(d) for d in whole.diagnostics}
+    assert dict(snap.objects) == {o.key: o for o in whole.objects}
+    messages = [d.message for d in snap.diagnostics]
+    assert any(m.startswith("duplicate object: already defined at") for m in messages)
+    assert any(m.startswith("a second mesh config") for m in messages)
+    assert str(snap.objects[SVC_KEY].origin.file).endswith("svc.yaml")
+
+
+def test_inotify_wakes_the_watch_before_the_poll(
+    tmp_path: Path, store: tuple[FileStore, list[ChangeEvent]]
+) -> None:
+    files, events = store
+    files.poll_interval = 30.0  # the poll alone would not see the edit within this test
+
+    async def scenario() -> float:
+        task = asyncio.create_task(files.watch())
+        await asyncio.sleep(0.05)
+        start = time.monotonic()
+        write(tmp_path / "vs.yaml", VS.format(subset="v8"))
+        while not events and time.monotonic() - start < 5:
+            await asyncio.sleep(0.005)
+        task.cancel()
+        return time.monotonic() - start
+
+    took = asyncio.run(scenario())
+    assert [e.keys for e in events] == [{VS_KEY}]
+    assert took < 0.5
