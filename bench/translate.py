@@ -1,12 +1,14 @@
 """B1: per-proxy config generation vs bare protobuf serialization, in one run.
 
-    python bench/translate.py [--repeat 5] [--json bench/results/translate.json]
+    python bench/translate.py [--repeat 5] [--clock wall|cpu] [--json bench/results/translate.json]
 
 Synthetic mesh (bench/synthetic_mesh.py): 1000 Services x 2 ports, 1000 VirtualServices,
 500 DestinationRules with 2 subsets, 3000 pods. Reports, each a median over --repeat runs:
   cold: one sidecar's full config (CDS, EDS, LDS, RDS) from a fresh PushContext
   warm: a second sidecar in the same namespace, same push (shared parts from the cache)
   baseline: SerializeToString of exactly the resources each produced
+  per type: the same runs split by generator (timed around each GENERATORS entry) and
+  each next to the serialization of its own resources
   CDS cold per cluster (next to Istio's ~17.6 us/cluster), peak RSS.
 Targets (PERFORMANCE.md B1): cold <= 10x serialization, warm <= 1.5x.
 """
@@ -31,7 +33,7 @@ from meshpilot.config.loader import LoadResult, load_text
 from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
 from meshpilot.model.push_context import PushContext, build_push_context
-from meshpilot.xds.generate import generate_proxy_config, generator
+from meshpilot.xds.generate import GENERATORS, Generator, generate_proxy_config, generator
 from meshpilot.xds.output import ProxyConfig
 from meshpilot.xds.protos import TypeUrl
 
@@ -39,18 +41,79 @@ PROXY_A = ("svc-0-v1-5f6d7c8b9-p0000", "ns-0")
 PROXY_B = ("svc-10-v1-5f6d7c8b9-p0000", "ns-0")
 
 
+# Wall time by default; `--clock cpu` counts only this process's CPU time, steadier on a
+# machine shared with other work (generation is single-threaded).
+_CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = _CLOCKS["wall"]
+
+_SECTION_OF_TYPE = {
+    TypeUrl.CLUSTER: "clusters",
+    TypeUrl.ENDPOINT: "endpoints",
+    TypeUrl.LISTENER: "listeners",
+    TypeUrl.ROUTE: "routes",
+    TypeUrl.SECRET: "secrets",
+}
+
+
+class _TypeTimes:
+    """Seconds spent in each sidecar generator, by section, for the run under way: the
+    GENERATORS entries are wrapped, so generate_proxy_config itself is what is timed."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        for type_url, section in _SECTION_OF_TYPE.items():
+            fn = generator(type_url, ProxyType.SIDECAR)
+            GENERATORS[(type_url, ProxyType.SIDECAR)] = self._wrap(section, fn)
+
+    def _wrap(self, section: str, fn: Generator) -> Generator:
+        def timed(*args: Any) -> list[Any]:
+            start = _clock()
+            try:
+                return fn(*args)
+            finally:
+                self.seconds[section] = _clock() - start
+
+        return timed
+
+    def take(self) -> dict[str, float]:
+        out, self.seconds = self.seconds, {}
+        return out
+
+
+def _serialize_by_section(config: ProxyConfig) -> dict[str, float]:
+    out = {}
+    for name in ProxyConfig.SECTIONS:
+        resources = getattr(config, name)
+        start = _clock()
+        for r in resources:
+            r.SerializeToString()
+        out[name] = _clock() - start
+    return out
+
+
+def _per_type(runs: list[tuple[dict[str, float], dict[str, float]]]) -> dict[str, Any]:
+    """Median ms of generation and of serialization per section, and their ratio."""
+    out: dict[str, Any] = {}
+    for name in ProxyConfig.SECTIONS:
+        gen = statistics.median(g.get(name, 0.0) for g, _ in runs)
+        ser = statistics.median(s[name] for _, s in runs)
+        ratio = gen / ser if ser else None
+        out[name] = {"ms": gen * 1e3, "serialize_ms": ser * 1e3, "ratio": ratio}
+    return out
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
+    start = _clock()
     result = fn()
-    return time.perf_counter() - start, result
+    return _clock() - start, result
 
 
 def _serialize_time(config: ProxyConfig) -> float:
     resources = [r for name in ProxyConfig.SECTIONS for r in getattr(config, name)]
-    start = time.perf_counter()
+    start = _clock()
     for r in resources:
         r.SerializeToString()
-    return time.perf_counter() - start
+    return _clock() - start
 
 
 def _count(config: ProxyConfig) -> dict[str, int]:
@@ -77,17 +140,24 @@ def run(repeat: int) -> dict[str, Any]:
     loaded = load_text(synthetic_mesh_yaml(MeshShape()), "synthetic.yaml")
     assert not loaded.errors, loaded.errors[:3]
     cold, warm, ser_a, ser_b, cds = [], [], [], [], []
+    cold_types, warm_types = [], []
     counts: dict[str, int] = {}
+    times = _TypeTimes()
     for _ in range(repeat):
         push = build_push_context(loaded.objects, loaded.mesh)
         settle_long_lived_objects()  # as the control plane does after each push build
         proxy_a, proxy_b = _proxy(push, PROXY_A), _proxy(push, PROXY_B)
+        times.take()
         t_cold, config_a = _timed(lambda: generate_proxy_config(push, proxy_a))  # noqa: B023
+        cold_gen = times.take()
         t_warm, config_b = _timed(lambda: generate_proxy_config(push, proxy_b))  # noqa: B023
+        warm_gen = times.take()
         cold.append(t_cold)
         warm.append(t_warm)
         ser_a.append(_serialize_time(config_a))
         ser_b.append(_serialize_time(config_b))
+        cold_types.append((cold_gen, _serialize_by_section(config_a)))
+        warm_types.append((warm_gen, _serialize_by_section(config_b)))
         counts = _count(config_a)
         cds.append(_cds_per_cluster(loaded))
     med = statistics.median
@@ -100,6 +170,8 @@ def run(repeat: int) -> dict[str, Any]:
         "serialize_warm_ms": med(ser_b) * 1e3,
         "cold_ratio": med(cold) / med(ser_a),
         "warm_ratio": med(warm) / med(ser_b),
+        "cold_per_type": _per_type(cold_types),
+        "warm_per_type": _per_type(warm_types),
         "cds_cold_us_per_cluster": med(cds) * 1e6,
         "istio_us_per_cluster": 17.6,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -107,6 +179,27 @@ def run(repeat: int) -> dict[str, Any]:
         "python": platform.python_version(),
         "machine": platform.processor() or platform.machine(),
     }
+
+
+def _type_rows(r: dict[str, Any]) -> list[str]:
+    rows = [
+        "",
+        "| per type | cold | serialize | ratio | warm | serialize | ratio |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in ProxyConfig.SECTIONS:
+        c, w = r["cold_per_type"][name], r["warm_per_type"][name]
+        if not (c["ms"] or c["serialize_ms"]):
+            continue
+        rows.append(
+            f"| {name} | {c['ms']:.1f} ms | {c['serialize_ms']:.1f} ms | {_x(c['ratio'])} | "
+            f"{w['ms']:.1f} ms | {w['serialize_ms']:.1f} ms | {_x(w['ratio'])} |"
+        )
+    return rows
+
+
+def _x(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{ratio:.2f}x"
 
 
 def markdown(r: dict[str, Any]) -> str:
@@ -124,6 +217,7 @@ def markdown(r: dict[str, Any]) -> str:
             "",
             "resources per sidecar: "
             + ", ".join(f"{k} {v}" for k, v in r["resources_per_sidecar"].items()),
+            *_type_rows(r),
         ]
     )
 
@@ -132,8 +226,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--clock", choices=sorted(_CLOCKS), default="wall")
     args = parser.parse_args()
+    global _clock
+    _clock = _CLOCKS[args.clock]
     result = run(args.repeat)
+    result["clock"] = args.clock
     print(markdown(result))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,8 @@
 
 sidecar.py        one RouteConfiguration per outbound HTTP port
 virtual_hosts.py  virtual host names and domains
+encoded.py        a VirtualService's sidecar routes, serialized once per proxy for all ports
+assembly.py       route configs assembled from serialized routes and virtual hosts
 http_route.py     VirtualService HTTP routes -> Envoy routes (shared with gateways)
 delegate.py       short-name resolution and delegate VirtualService merging
 match.py          route matches

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from envoy.config.route.v3 import route_components_pb2 as rc
-
+from meshpilot.config.hosts import resolve_host
+from meshpilot.config.istio.destination_rule import ConsistentHashLB, DestinationRule
 from meshpilot.config.istio.virtual_service import Destination, HTTPRoute
 from meshpilot.model.indexes.virtual_services import BoundVirtualService
 from meshpilot.model.proxy import Proxy
@@ -15,8 +15,17 @@ from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.model.visibility import visible_to
 from meshpilot.registry.model import Service
 from meshpilot.xds import names
+from meshpilot.xds.generate.routes.hash_policy import destination_hash
 
-__all__ = ["RouteContext", "gateway_service_ports", "mesh_service_ports"]
+__all__ = ["DestinationMemo", "RouteContext", "gateway_service_ports", "mesh_service_ports"]
+
+
+@dataclass(slots=True)
+class DestinationMemo:
+    """DestinationRules by destination host, consistent hashes by (host, subset, port)."""
+
+    by_host: dict[str, DestinationRule | None] = field(default_factory=dict)
+    hashes: dict[tuple[str, str, int | None], ConsistentHashLB | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,26 +40,48 @@ class RouteContext:
     # Ports of the service behind each destination host, as Istio's route builder sees it:
     # sidecars see services trimmed to the listener port, gateways see whole services.
     service_ports: Mapping[str, tuple[int, ...]]
-    # Routes already translated for this proxy (see http_route.translate_virtual_service);
-    # None where nothing is shared.
-    memo: dict[tuple[object, ...], rc.Route | None] | None = None
+    # What a proxy's DestinationRules say about each destination, shared by the contexts of
+    # one proxy's route configs (most destinations of a VirtualService name one host).
+    rules: DestinationMemo = field(default_factory=DestinationMemo)
+
+    def host(self, dest: Destination) -> str:
+        """The destination's host as an FQDN: a short name is the VirtualService's namespace's
+        (a delegate's routes come with their hosts resolved in its own namespace)."""
+        return resolve_host(dest.host, self.vs.namespace, self.push.domain_suffix)
 
     def cluster(self, dest: Destination) -> str:
         """Istio's GetDestinationCluster: explicit port, else the service's only port, else
         the listener port."""
-        if not dest.host:
+        host = self.host(dest)
+        if not host:
             return names.UNKNOWN_SERVICE_CLUSTER
         port = self.port
-        ports = self.service_ports.get(dest.host, ())
+        ports = self.service_ports.get(host, ())
         if dest.port is not None:
             port = dest.port.number
         elif len(ports) == 1:
             port = ports[0]
-        return names.outbound_cluster(port, dest.subset, dest.host)
+        return names.outbound_cluster(port, dest.subset, host)
 
     def service(self, host: str) -> Service | None:
         """The service a destination host names in this proxy's scope (for DestinationRules)."""
         return self.scope.service(host)
+
+    def destination_rule(self, dest: Destination) -> DestinationRule | None:
+        """The rule that applies to this proxy's traffic to the destination's service."""
+        host = self.host(dest)
+        if host not in self.rules.by_host:
+            svc = self.service(host)
+            bound = self.push.destination_rule(self.proxy, svc) if svc is not None else None
+            self.rules.by_host[host] = bound.obj.model if bound is not None else None
+        return self.rules.by_host[host]
+
+    def consistent_hash(self, dest: Destination) -> ConsistentHashLB | None:
+        """The destination's consistent-hash settings (hash_policy.destination_hash)."""
+        key = (self.host(dest), dest.subset, dest.port.number if dest.port else None)
+        if key not in self.rules.hashes:
+            self.rules.hashes[key] = destination_hash(self.destination_rule(dest), dest)
+        return self.rules.hashes[key]
 
 
 def mesh_service_ports(scope: SidecarScope, port: int) -> dict[str, tuple[int, ...]]:
@@ -58,14 +89,15 @@ def mesh_service_ports(scope: SidecarScope, port: int) -> dict[str, tuple[int, .
     return {s.hostname: (port,) for s in scope.services if s.port(port) is not None}
 
 
-def _destination_hosts(routes: Iterable[HTTPRoute]) -> list[str]:
+def _destination_hosts(routes: Iterable[HTTPRoute], namespace: str, suffix: str) -> list[str]:
+    """FQDNs, as RouteContext.host resolves them."""
     hosts: list[str] = []
     for r in routes:
         hosts.extend(d.destination.host for d in r.route)
         if r.mirror is not None:
             hosts.append(r.mirror.host)
         hosts.extend(m.destination.host for m in r.mirrors)
-    return hosts
+    return [resolve_host(h, namespace, suffix) for h in hosts]
 
 
 def gateway_service_ports(
@@ -79,7 +111,7 @@ def gateway_service_ports(
     see it, else the one the proxy's scope holds (Istio's buildNameToServiceMapForHTTPRoutes)."""
     default_export = push.mesh.default_service_export_to
     out: dict[str, tuple[int, ...]] = {}
-    for host in _destination_hosts(routes):
+    for host in _destination_hosts(routes, vs.namespace, push.domain_suffix):
         if host in out:
             continue
         svc = next(

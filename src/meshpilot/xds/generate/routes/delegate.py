@@ -33,8 +33,8 @@ def _resolve_dest(d: Destination, namespace: str, suffix: str) -> Destination:
 
 
 def _resolve(route: HTTPRoute, namespace: str, suffix: str) -> HTTPRoute:
-    """Destination and mirror hosts become FQDNs, match gateways `namespace/name`. Only what
-    changes is copied: pydantic copies dominate translation time otherwise."""
+    """A delegate's route: destination and mirror hosts become FQDNs (its own namespace is
+    not the root's), match gateways `namespace/name`. Only what changes is copied."""
     update: dict[str, object] = {}
     dests = []
     for d in route.route:
@@ -47,16 +47,23 @@ def _resolve(route: HTTPRoute, namespace: str, suffix: str) -> HTTPRoute:
             m.model_copy(update={"destination": _resolve_dest(m.destination, namespace, suffix)})
             for m in route.mirrors
         ]
-    if any(m.gateways for m in route.match):
-        update["match"] = [
-            m.model_copy(
-                update={"gateways": [resolve_gateway_name(g, namespace) for g in m.gateways]}
-            )
-            for m in route.match
-        ]
     if route.mirror is not None:
         update["mirror"] = _resolve_dest(route.mirror, namespace, suffix)
-    return route.model_copy(update=update) if update else route
+    resolved = route.model_copy(update=update) if update else route
+    return _resolve_gateways(resolved, namespace)
+
+
+def _resolve_gateways(route: HTTPRoute, namespace: str) -> HTTPRoute:
+    """Match gateways become `namespace/name`. A root VirtualService's destination hosts
+    stay as written: RouteContext.host resolves them in its namespace where they are used,
+    which spares a pydantic copy of every route (copies dominated translation time)."""
+    if not any(m.gateways for m in route.match):
+        return route
+    matches = [
+        m.model_copy(update={"gateways": [resolve_gateway_name(g, namespace) for g in m.gateways]})
+        for m in route.match
+    ]
+    return route.model_copy(update={"match": matches})
 
 
 def http_routes(push: PushContext, vs: BoundVirtualService) -> list[HTTPRoute]:
@@ -74,7 +81,7 @@ def _http_routes(push: PushContext, vs: BoundVirtualService) -> list[HTTPRoute]:
     suffix = push.domain_suffix
     out: list[HTTPRoute] = []
     for route in vs.obj.model.spec.http:
-        root = _resolve(route, vs.namespace, suffix)
+        root = _resolve_gateways(route, vs.namespace)
         if route.delegate is None:
             out.append(root)
             continue

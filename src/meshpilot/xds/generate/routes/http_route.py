@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from envoy.config.core.v3 import base_pb2
 from envoy.config.route.v3 import route_components_pb2 as rc
+from google.protobuf import struct_pb2
 
 from meshpilot.config.istio.virtual_service import HTTPMatchRequest, HTTPRoute
 from meshpilot.model.indexes.virtual_services import MESH_GATEWAY, BoundVirtualService
@@ -14,6 +15,7 @@ from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds import names
 from meshpilot.xds.generate.routes.action import apply_route_action
+from meshpilot.xds.generate.routes.assembly import operation_parts
 from meshpilot.xds.generate.routes.context import (
     RouteContext,
     gateway_service_ports,
@@ -25,10 +27,24 @@ from meshpilot.xds.generate.routes.match import is_catch_all, route_match
 from meshpilot.xds.generate.routes.policies import cors_policy, fault
 from meshpilot.xds.generate.routes.redirect import apply_direct_response, apply_redirect
 from meshpilot.xds.protos import Filters, pack
+from meshpilot.xds.wire import field_number, length_delimited
 
-__all__ = ["ISTIO_METADATA_KEY", "build_http_routes", "translate_virtual_service"]
+__all__ = [
+    "ISTIO_METADATA_KEY",
+    "build_http_routes",
+    "metadata_field",
+    "port_dependent",
+    "route_body",
+    "route_matches",
+    "translate_virtual_service",
+]
 
 ISTIO_METADATA_KEY = "istio"
+_ROUTE_METADATA = field_number(rc.Route.DESCRIPTOR, "metadata")
+_FILTER_METADATA = field_number(base_pb2.Metadata.DESCRIPTOR, "filter_metadata")
+_STRUCT_FIELDS = field_number(struct_pb2.Struct.DESCRIPTOR, "fields")
+_VALUE_STRING = field_number(struct_pb2.Value.DESCRIPTOR, "string_value")
+_MAP_KEY, _MAP_VALUE = 1, 2  # every protobuf map entry: key = 1, value = 2
 
 
 def build_http_routes(
@@ -56,26 +72,34 @@ def build_http_routes(
     return translate_virtual_service(ctx, routes)
 
 
+def route_matches(
+    routes: Sequence[HTTPRoute],
+) -> Iterator[tuple[int, HTTPRoute, int, HTTPMatchRequest | None]]:
+    """(route index, route, match index, match): one per match; a route without match is
+    one `/` entry and nothing follows it."""
+    for i, route in enumerate(routes):
+        if not route.match:
+            yield i, route, -1, None
+            return
+        for j, match in enumerate(route.match):
+            yield i, route, j, match
+
+
 def translate_virtual_service(ctx: RouteContext, routes: Sequence[HTTPRoute]) -> list[rc.Route]:
     """One Envoy route per match (a route without match gets `/`); nothing after a
     catch-all, since Envoy would never reach it."""
     out: list[rc.Route] = []
-    for i, route in enumerate(routes):
-        if not route.match:
-            if (r := _translate_shared(ctx, i, route, -1, None)) is not None:
-                out.append(r)
-            return out
-        for j, match in enumerate(route.match):
-            r = _translate_shared(ctx, i, route, j, match)
-            if r is None:
-                continue
-            out.append(r)
-            if is_catch_all(r):
-                return out
+    for _, route, _, match in route_matches(routes):
+        r = translate_route(ctx, route, match)
+        if r is None:
+            continue
+        out.append(r)
+        if is_catch_all(r):
+            break
     return out
 
 
-def _port_dependent(route: HTTPRoute, match: HTTPMatchRequest | None) -> bool:
+def port_dependent(route: HTTPRoute, match: HTTPMatchRequest | None) -> bool:
     """Does the listener port change this route (beyond its trace decorator)?"""
     if (match is not None and match.port) or route.redirect is not None:
         return True
@@ -83,26 +107,6 @@ def _port_dependent(route: HTTPRoute, match: HTTPMatchRequest | None) -> bool:
     if route.mirror is not None:
         dests.append(route.mirror)
     return any(d.port is None for d in dests)
-
-
-def _translate_shared(
-    ctx: RouteContext, i: int, route: HTTPRoute, j: int, match: HTTPMatchRequest | None
-) -> rc.Route | None:
-    """A VirtualService's routes usually come out the same on every port of its host: for
-    one proxy they are translated once and copied, with the port-bearing decorator redone."""
-    if ctx.memo is None:
-        return translate_route(ctx, route, match)
-    key = (ctx.vs.obj.key, i, j, ctx.port if _port_dependent(route, match) else None)
-    if key not in ctx.memo:
-        ctx.memo[key] = translate_route(ctx, route, match)
-        return ctx.memo[key]
-    cached = ctx.memo[key]
-    if cached is None:
-        return None
-    out = rc.Route()
-    out.CopyFrom(cached)
-    out.decorator.operation = _operation(out, ctx.vs.name, ctx.port)
-    return out
 
 
 def _source_matches(ctx: RouteContext, match: HTTPMatchRequest | None) -> bool:
@@ -131,29 +135,56 @@ def _metadata(push: PushContext, vs: BoundVirtualService) -> base_pb2.Metadata:
     return md
 
 
+def metadata_field(push: PushContext, vs: BoundVirtualService) -> bytes:
+    """`Route.metadata` of `vs`'s routes as a serialized field, once per push. Encoded
+    directly: building the Struct through upb cost more than the rest of a route."""
+    memo = push.memo.setdefault("routes.metadata.field", {})
+    assert isinstance(memo, dict)
+    field = memo.get(vs.obj.key)
+    if field is None:
+        path = names.config_path("VirtualService", vs.namespace, vs.name)
+        field = memo[vs.obj.key] = length_delimited(_ROUTE_METADATA, _istio_metadata(path))
+    assert isinstance(field, bytes)
+    return field
+
+
+def _istio_metadata(config_path: str) -> bytes:
+    """Metadata{filter_metadata{"istio": Struct{fields{"config": Value{string_value}}}}}."""
+    value = length_delimited(_VALUE_STRING, config_path.encode())
+    fields_entry = length_delimited(_MAP_KEY, b"config") + length_delimited(_MAP_VALUE, value)
+    struct = length_delimited(_STRUCT_FIELDS, fields_entry)
+    entry = length_delimited(_MAP_KEY, ISTIO_METADATA_KEY.encode())
+    return length_delimited(_FILTER_METADATA, entry + length_delimited(_MAP_VALUE, struct))
+
+
 def _operation(route: rc.Route, vs_name: str, port: int) -> str:
-    """Trace decorator: `host:port<path>` for a single cluster, else `vsname:port<path>`."""
-    m = route.match
-    kind = m.WhichOneof("path_specifier")
-    path = {"prefix": m.prefix + "*", "path": m.path, "safe_regex": m.safe_regex.regex}.get(
-        kind or "", "/*"
-    )
-    parsed = names.parse_cluster_name(route.route.cluster if route.HasField("route") else "")
-    if parsed is not None:
-        return f"{parsed[3]}:{parsed[1]}{path}"
-    return f"{vs_name}:{port}{path}"
+    fixed, path = operation_parts(route)
+    return fixed if fixed is not None else f"{vs_name}:{port}{path}"
 
 
 def translate_route(
     ctx: RouteContext, route: HTTPRoute, match: HTTPMatchRequest | None
 ) -> rc.Route | None:
     """None when the match is for another port, another client, or another gateway."""
+    out = route_body(ctx, route, match)
+    if out is None:
+        return None
+    out.metadata.CopyFrom(_metadata(ctx.push, ctx.vs))
+    out.decorator.operation = _operation(out, ctx.vs.name, ctx.port)
+    return out
+
+
+def route_body(
+    ctx: RouteContext, route: HTTPRoute, match: HTTPMatchRequest | None
+) -> rc.Route | None:
+    """`translate_route` without the provenance metadata and the trace decorator, which
+    the sidecar path adds as serialized fields (routes/encoded.py)."""
     if match is not None and match.port and match.port != ctx.port:
         return None
     if not _source_matches(ctx, match):
         return None
     name = route.name + (f".{match.name}" if match is not None and match.name else "")
-    out = rc.Route(name=name, match=route_match(match), metadata=_metadata(ctx.push, ctx.vs))
+    out = rc.Route(name=name, match=route_match(match))
     if match is not None and match.stat_prefix:
         out.stat_prefix = match.stat_prefix
     authority = ""
@@ -171,7 +202,6 @@ def translate_route(
         apply_direct_response(out, route.direct_response)
     elif not apply_route_action(ctx, out, route, authority):
         return None
-    out.decorator.operation = _operation(out, ctx.vs.name, ctx.port)
     if route.fault is not None:
         out.typed_per_filter_config[Filters.FAULT].CopyFrom(pack(fault(route.fault)))
     if route.cors_policy is not None:

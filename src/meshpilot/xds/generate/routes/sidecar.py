@@ -20,10 +20,16 @@ from meshpilot.registry.model import Protocol, Service
 from meshpilot.xds import names as xds_names
 from meshpilot.xds.cache import cache_for
 from meshpilot.xds.generate.routes.action import set_timeout
+from meshpilot.xds.generate.routes.assembly import (
+    VirtualHostParts,
+    route_configuration,
+    route_entry,
+    virtual_host_bytes,
+)
 from meshpilot.xds.generate.routes.context import RouteContext
 from meshpilot.xds.generate.routes.delegate import http_routes
+from meshpilot.xds.generate.routes.encoded import RouteMemo, encoded_virtual_service
 from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
-from meshpilot.xds.generate.routes.http_route import translate_virtual_service
 from meshpilot.xds.generate.routes.retry import default_retry_policy, retry_policy
 from meshpilot.xds.generate.routes.virtual_hosts import VirtualHostGroup, build_virtual_hosts
 from meshpilot.xds.protos import boolean, u32
@@ -98,8 +104,8 @@ class _Builder:
     push: PushContext
     proxy: Proxy
     scope: SidecarScope
-    by_port: dict[int, list[rc.VirtualHost]] = field(default_factory=dict)
-    routes: dict[tuple[object, ...], rc.Route | None] = field(default_factory=dict)
+    by_port: dict[int, list[VirtualHostParts]] = field(default_factory=dict)
+    routes: RouteMemo = field(default_factory=RouteMemo)
     mesh: tuple[list[BoundVirtualService], dict[str, ConfigKey]] | None = None
 
     def config(self, name: str, port: int, sniffed_host: str) -> list[route_pb2.RouteConfiguration]:
@@ -152,9 +158,12 @@ def _selects(vs: BoundVirtualService, services: Mapping[str, Service]) -> bool:
 
 
 def _vs_group(
-    ctx: RouteContext, services: Mapping[str, Service], owners: Mapping[str, ConfigKey]
+    ctx: RouteContext,
+    services: Mapping[str, Service],
+    owners: Mapping[str, ConfigKey],
+    memo: RouteMemo,
 ) -> VirtualHostGroup | None:
-    routes = translate_virtual_service(ctx, http_routes(ctx.push, ctx.vs))
+    routes = encoded_virtual_service(ctx, http_routes(ctx.push, ctx.vs), memo)
     if not routes:
         return None  # its services keep their default routes
     vs_hosts, matched = [], []
@@ -220,8 +229,8 @@ def _virtual_hosts(
     mesh_vs: Sequence[BoundVirtualService],
     owners: Mapping[str, ConfigKey],
     port: int,
-    memo: dict[tuple[object, ...], rc.Route | None],
-) -> list[rc.VirtualHost]:
+    memo: RouteMemo,
+) -> list[VirtualHostParts]:
     """Virtual hosts of the services on `port`: those a VirtualService claims first, in
     VirtualService precedence, then the others with their default route."""
     services = {s.hostname: s for s in scope.services if s.port(port) is not None}
@@ -231,42 +240,39 @@ def _virtual_hosts(
     groups = []
     mesh = frozenset({MESH_GATEWAY})
     for vs in mesh_vs:
-        ctx = RouteContext(push, proxy, scope, vs, port, mesh, False, service_ports, memo)
-        if (group := _vs_group(ctx, services, owners)) is not None:
+        ctx = RouteContext(push, proxy, scope, vs, port, mesh, False, service_ports, memo.rules)
+        if (group := _vs_group(ctx, services, owners, memo)) is not None:
             groups.append(group)
     claimed = {s.hostname for g in groups for s in g.services}
     groups += [
-        VirtualHostGroup([default_route(svc, port, push, proxy)], [svc])
+        VirtualHostGroup(
+            route_entry(default_route(svc, port, push, proxy).SerializeToString()), [svc]
+        )
         for host, svc in sorted(services.items())
         if host not in claimed and _http_like(svc, port)
     ]
     return build_virtual_hosts(groups, port, proxy.dns_domain)
 
 
-def _sniffed(vhosts: Sequence[rc.VirtualHost], host: str) -> list[rc.VirtualHost]:
+def _sniffed(vhosts: Sequence[VirtualHostParts], host: str) -> list[VirtualHostParts]:
     """A sniffed service's own route config: just its virtual host, for any Host header."""
-    chosen = []
-    for v in vhosts:
-        if host in v.domains:
-            chosen.append(rc.VirtualHost())
-            chosen[-1].CopyFrom(v)  # the per-port list is shared by every route name
+    chosen = [v for v in vhosts if host in v.domains]
     if len(chosen) == 1:
-        chosen[0].ClearField("domains")
-        chosen[0].domains.append("*")
+        chosen[0] = chosen[0].with_domains(["*"])
     return chosen
 
 
 def _route_config(
-    name: str, vhosts: Sequence[rc.VirtualHost], scope: SidecarScope, sniffed_host: str
+    name: str, vhosts: Sequence[VirtualHostParts], scope: SidecarScope, sniffed_host: str
 ) -> route_pb2.RouteConfiguration:
     chosen = _sniffed(vhosts, sniffed_host) if sniffed_host else list(vhosts)
     chosen.sort(key=lambda v: v.name)
+    serialized = [virtual_host_bytes(v) for v in chosen]
     if not sniffed_host:
-        chosen.append(catch_all_virtual_host(scope))
-    return route_pb2.RouteConfiguration(
-        name=name,
-        virtual_hosts=chosen,
+        serialized.append(catch_all_virtual_host(scope).SerializeToString())
+    tail = route_pb2.RouteConfiguration(
         validate_clusters=boolean(False),
         max_direct_response_body_size_bytes=u32(MAX_DIRECT_RESPONSE_BODY_BYTES),
         ignore_port_in_host_matching=True,
     )
+    return route_configuration(name, serialized, tail)

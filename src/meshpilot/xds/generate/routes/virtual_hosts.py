@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from envoy.config.route.v3 import route_components_pb2 as rc
-
 from meshpilot.registry.model import Resolution, Service
 from meshpilot.xds import names
+from meshpilot.xds.generate.routes.assembly import VirtualHostParts
 
 __all__ = ["VirtualHostGroup", "alt_hosts", "build_virtual_hosts", "service_domains"]
 
@@ -18,9 +17,10 @@ UNSPECIFIED_IP = "0.0.0.0"
 
 @dataclass(frozen=True, slots=True)
 class VirtualHostGroup:
-    """Routes shared by some services (and VirtualService hosts that name no service)."""
+    """Routes shared by some services (and VirtualService hosts that name no service), as
+    serialized `VirtualHost.routes` entries (routes/assembly.py)."""
 
-    routes: Sequence[rc.Route]
+    routes: bytes
     services: Sequence[Service] = ()
     vs_hosts: Sequence[str] = field(default_factory=tuple)
 
@@ -100,7 +100,7 @@ class _DomainClaims:
 
 def build_virtual_hosts(
     groups: Sequence[VirtualHostGroup], port: int, proxy_domain: str
-) -> list[rc.VirtualHost]:
+) -> list[VirtualHostParts]:
     """Virtual hosts in group order; a repeated vhost name or domain keeps the first."""
     known = {
         h
@@ -126,12 +126,5 @@ def build_virtual_hosts(
             )
             domains = claims.claim(domains, alts)
             if domains:
-                out.append(
-                    rc.VirtualHost(
-                        name=name,
-                        domains=domains,
-                        routes=group.routes,
-                        include_request_attempt_count=True,
-                    )
-                )
+                out.append(VirtualHostParts(name, tuple(domains), group.routes))
     return out

@@ -1,0 +1,140 @@
+"""Sidecar route configurations assembled from serialized routes and virtual hosts.
+
+A VirtualService's routes come out the same on every port of its host (only the trace
+decorator names the port) and a route config holds one virtual host per service: building
+each as upb messages and copying them into virtual hosts and configs cost more than the
+translation itself. Here a route is translated once per proxy, serialized without its
+decorator, and each route config is one concatenation of length-delimited fields parsed
+once in C (see xds/wire.py: concatenated fields merge as protobuf does).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from envoy.config.route.v3 import route_components_pb2 as rc
+from envoy.config.route.v3 import route_pb2
+
+from meshpilot.xds import names
+from meshpilot.xds.wire import field_number, length_delimited, tag, varint
+
+__all__ = [
+    "EncodedRoute",
+    "VirtualHostParts",
+    "encode_route",
+    "operation_parts",
+    "route_configuration",
+    "route_entry",
+    "virtual_host_bytes",
+]
+
+_ROUTE = rc.Route.DESCRIPTOR
+_VHOST = rc.VirtualHost.DESCRIPTOR
+_CONFIG = route_pb2.RouteConfiguration.DESCRIPTOR
+_DECORATOR = field_number(_ROUTE, "decorator")
+_OPERATION = field_number(rc.Decorator.DESCRIPTOR, "operation")
+_VH_NAME = field_number(_VHOST, "name")
+_VH_DOMAINS = field_number(_VHOST, "domains")
+_VH_ROUTES = field_number(_VHOST, "routes")
+_CONFIG_NAME = field_number(_CONFIG, "name")
+_CONFIG_VHOSTS = field_number(_CONFIG, "virtual_hosts")
+# include_request_attempt_count = true: a varint field, so spelled out (tag, value 1).
+_ATTEMPT_COUNT = (
+    varint(_VHOST.fields_by_name["include_request_attempt_count"].number << 3) + b"\x01"
+)
+
+
+_ONE_BYTE_LENGTHS = [varint(n) for n in range(0x80)]  # most names and domains are short
+
+
+def _field(field_tag: bytes, payload: bytes) -> bytes:
+    """wire.length_delimited with the tag already encoded: this runs ~20 times per
+    virtual host, and the generic varint loop showed in profiles."""
+    n = len(payload)
+    return field_tag + (_ONE_BYTE_LENGTHS[n] if n < 0x80 else varint(n)) + payload
+
+
+_VH_NAME_TAG = tag(_VH_NAME)
+_VH_DOMAINS_TAG = tag(_VH_DOMAINS)
+_VH_ROUTES_TAG = tag(_VH_ROUTES)
+_CONFIG_VHOSTS_TAG = tag(_CONFIG_VHOSTS)
+
+
+def route_entry(body: bytes) -> bytes:
+    """A serialized Route as one entry of `VirtualHost.routes`."""
+    return _field(_VH_ROUTES_TAG, body)
+
+
+def operation_parts(route: rc.Route) -> tuple[str | None, str]:
+    """Trace decorator (Istio's): `host:port<path>` for a single cluster, else
+    `vsname:<listener port><path>`. Returns (the fixed operation or None, path)."""
+    m = route.match
+    kind = m.WhichOneof("path_specifier")
+    path = {"prefix": m.prefix + "*", "path": m.path, "safe_regex": m.safe_regex.regex}.get(
+        kind or "", "/*"
+    )
+    parsed = names.parse_cluster_name(route.route.cluster if route.HasField("route") else "")
+    return (f"{parsed[3]}:{parsed[1]}{path}" if parsed is not None else None), path
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedRoute:
+    """One translated route, serialized without its decorator; `entry(port)` adds the
+    decorator for a listener port."""
+
+    body: bytes
+    vs_name: str
+    path: str
+    catch_all: bool
+    fixed: bytes | None  # the whole entry when the decorator does not name the listener port
+
+    def entry(self, port: int) -> bytes:
+        if self.fixed is not None:
+            return self.fixed
+        return route_entry(self.body + _decorator(f"{self.vs_name}:{port}{self.path}"))
+
+
+def _decorator(operation: str) -> bytes:
+    return length_delimited(_DECORATOR, length_delimited(_OPERATION, operation.encode()))
+
+
+def encode_route(body: rc.Route, vs_name: str, catch_all: bool, extra: bytes) -> EncodedRoute:
+    """`body`, a route without decorator, serialized and followed by `extra` (more of its
+    fields, serialized)."""
+    fixed_op, path = operation_parts(body)
+    serialized = body.SerializeToString() + extra
+    fixed = route_entry(serialized + _decorator(fixed_op)) if fixed_op is not None else None
+    return EncodedRoute(serialized, vs_name, path, catch_all, fixed)
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualHostParts:
+    """A virtual host before serialization: `routes` are `VirtualHost.routes` entries."""
+
+    name: str
+    domains: tuple[str, ...]
+    routes: bytes
+
+    def with_domains(self, domains: Iterable[str]) -> VirtualHostParts:
+        return VirtualHostParts(self.name, tuple(domains), self.routes)
+
+
+def virtual_host_bytes(vh: VirtualHostParts) -> bytes:
+    """The serialized VirtualHost (name, domains, routes, include_request_attempt_count)."""
+    parts = [_field(_VH_NAME_TAG, vh.name.encode())]
+    parts += [_field(_VH_DOMAINS_TAG, d.encode()) for d in vh.domains]
+    parts.append(vh.routes)
+    parts.append(_ATTEMPT_COUNT)
+    return b"".join(parts)
+
+
+def route_configuration(
+    name: str, vhosts: Sequence[bytes], tail: route_pb2.RouteConfiguration
+) -> route_pb2.RouteConfiguration:
+    """A RouteConfiguration named `name` holding the serialized virtual hosts, then the
+    fields of `tail` (a config without name or virtual hosts)."""
+    parts = [length_delimited(_CONFIG_NAME, name.encode())]
+    parts += [_field(_CONFIG_VHOSTS_TAG, v) for v in vhosts]
+    parts.append(tail.SerializeToString())
+    return route_pb2.RouteConfiguration.FromString(b"".join(parts))
