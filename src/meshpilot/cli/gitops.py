@@ -4,6 +4,8 @@ read the store (`list`, `get`); the verbs that render, diff and sync join it as 
     meshpilot gitops list [-o wide|json|yaml|name] [--store DIR] [--as USER --groups G]
     meshpilot gitops get APP [-o json|yaml] [--store DIR] [--as USER --groups G]
 
+With `--server URL` every verb asks a running `gitops serve` instead (gitops_remote.py).
+
 APP is `name` or `namespace/name` (Argo CD's apps-in-any-namespace form).
 """
 
@@ -15,6 +17,7 @@ from typing import Any
 import click
 import yaml
 
+from meshpilot.cli.gitops_remote import client_for, remote_app, remote_apps, server_option
 from meshpilot.cli.live import (
     caller_from,
     identity_options,
@@ -109,17 +112,26 @@ def _dump(data: Any, output: str) -> None:
 @gitops.command("list")
 @click.option("-o", "--output", type=click.Choice(["wide", "json", "yaml", "name"]), default="wide")
 @store_option
+@server_option
 @identity_options
 @user_errors
 def list_apps(
-    output: str, store_dir: str | None, as_user: str | None, groups: tuple[str, ...],
-    rbac_file: str | None,
+    output: str, store_dir: str | None, server_url: str | None, as_user: str | None,
+    groups: tuple[str, ...], rbac_file: str | None,
 ) -> None:  # fmt: skip
     """List Applications (argocd app list)."""
+    if server_url:
+        apps, manifests = remote_apps(client_for(server_url, as_user, groups, rbac_file))
+        _print_list(apps, [manifests[o.key] for o in apps], output)
+        return
     store = open_store(store_dir)
     apps = _apps(store.snapshot(), caller_from(store, as_user, groups, rbac_file))
+    _print_list(apps, [store.manifest(o.key) for o in apps], output)
+
+
+def _print_list(apps: list[ConfigObject[Application]], manifests: list[Any], output: str) -> None:
     if output in ("json", "yaml"):
-        _dump([store.manifest(o.key) for o in apps], output)
+        _dump(manifests, output)
         return
     if output == "name":
         for obj in apps:
@@ -136,13 +148,22 @@ def list_apps(
 @click.option("-o", "--output", type=click.Choice(["text", "json", "yaml"]), default="text")
 @click.option("--refresh", is_flag=True, help="Fetch and compare first (argocd app get --refresh).")
 @store_option
+@server_option
 @identity_options
 @user_errors
 def get_app(
-    app_ref: str, output: str, refresh: bool, store_dir: str | None, as_user: str | None,
-    groups: tuple[str, ...], rbac_file: str | None,
+    app_ref: str, output: str, refresh: bool, store_dir: str | None, server_url: str | None,
+    as_user: str | None, groups: tuple[str, ...], rbac_file: str | None,
 ) -> None:  # fmt: skip
     """Show an Application with its status (argocd app get)."""
+    if server_url:
+        client = client_for(server_url, as_user, groups, rbac_file)
+        obj, manifest = remote_app(client, app_ref, refresh=refresh)
+        if output != "text":
+            _dump(manifest, output)
+            return
+        click.echo(_describe(obj))
+        return
     store = open_store(store_dir)
     obj = find_application(
         store.snapshot(), app_ref, caller_from(store, as_user, groups, rbac_file)

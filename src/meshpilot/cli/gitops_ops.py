@@ -7,6 +7,8 @@ and $SOPS_AGE_KEY.
     meshpilot gitops sync APP [--dry-run] [--prune] [--revision R] [--resource G:K:NAME]...
     meshpilot gitops history APP
     meshpilot gitops rollback APP ID [--prune]
+
+Each also takes `--server URL`: a running `gitops serve` does the work (gitops_remote.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,14 @@ from pathlib import Path
 
 import click
 
+from meshpilot.cli.gitops_remote import (
+    client_for,
+    remote_app,
+    remote_diff,
+    server_option,
+    sync_body,
+    to_outcome,
+)
 from meshpilot.cli.live import caller_from, identity_options, open_store, store_option, user_errors
 from meshpilot.config.objects import ConfigObject
 from meshpilot.gitops.admission import Caller
@@ -86,13 +96,17 @@ def _resource(text: str) -> ResourceKey:
 @click.argument("app_ref", metavar="APP")
 @store_option
 @repo_cache_option
+@server_option
 @identity_options
 @user_errors
 def diff_app(
-    app_ref: str, store_dir: str | None, repo_cache: str | None, as_user: str | None,
-    groups: tuple[str, ...], rbac_file: str | None,
+    app_ref: str, store_dir: str | None, repo_cache: str | None, server_url: str | None,
+    as_user: str | None, groups: tuple[str, ...], rbac_file: str | None,
 ) -> None:  # fmt: skip
     """Show what Git would change in the store; exit 1 when out of sync (argocd app diff)."""
+    if server_url:
+        remote_diff(client_for(server_url, as_user, groups, rbac_file), app_ref)
+        return
     store = open_store(store_dir)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "get")
     state = refresh_app(obj.model, build_deps(store, repo_cache))
@@ -114,14 +128,22 @@ def diff_app(
               help="Sync only these resources (repeatable).")  # fmt: skip
 @store_option
 @repo_cache_option
+@server_option
 @identity_options
 @user_errors
 def sync_app(
     app_ref: str, dry_run: bool, prune: bool, revision: str | None, resources: tuple[str, ...],
-    store_dir: str | None, repo_cache: str | None, as_user: str | None, groups: tuple[str, ...],
-    rbac_file: str | None,
+    store_dir: str | None, repo_cache: str | None, server_url: str | None, as_user: str | None,
+    groups: tuple[str, ...], rbac_file: str | None,
 ) -> None:  # fmt: skip
     """Sync an Application from Git into the store (argocd app sync)."""
+    selected = frozenset(_resource(r) for r in resources) if resources else None
+    if server_url:
+        client = client_for(server_url, as_user, groups, rbac_file)
+        remote, _ = remote_app(client, app_ref)
+        body = sync_body(dry_run, prune, revision, selected)
+        _print_outcome(remote, to_outcome(client.sync(remote.namespace, remote.name, body)))
+        return
     store = open_store(store_dir)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "sync")
     from meshpilot.gitops.sync.execute import execute_sync
@@ -130,7 +152,7 @@ def sync_app(
         prune=prune,
         dry_run=dry_run,
         revisions=(revision,) if revision else None,
-        resources=frozenset(_resource(r) for r in resources) if resources else None,
+        resources=selected,
         username=as_user or "",
     )
     outcome = execute_sync(obj.model, build_deps(store, repo_cache), params)
@@ -162,13 +184,18 @@ def _print_outcome(obj: ConfigObject[Application], outcome: SyncOutcome) -> None
 @click.command("history")
 @click.argument("app_ref", metavar="APP")
 @store_option
+@server_option
 @identity_options
 @user_errors
 def history_app(
-    app_ref: str, store_dir: str | None, as_user: str | None, groups: tuple[str, ...],
-    rbac_file: str | None,
+    app_ref: str, store_dir: str | None, server_url: str | None, as_user: str | None,
+    groups: tuple[str, ...], rbac_file: str | None,
 ) -> None:  # fmt: skip
     """Show the app's deployment history (argocd app history)."""
+    if server_url:
+        remote, _ = remote_app(client_for(server_url, as_user, groups, rbac_file), app_ref)
+        click.echo(format_history(remote.model))
+        return
     store = open_store(store_dir)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "get")
     click.echo(format_history(obj.model))
@@ -180,13 +207,20 @@ def history_app(
 @click.option("--prune", is_flag=True, help="Delete resources the older revision does not have.")
 @store_option
 @repo_cache_option
+@server_option
 @identity_options
 @user_errors
 def rollback_app(
     app_ref: str, history_id: int, prune: bool, store_dir: str | None, repo_cache: str | None,
-    as_user: str | None, groups: tuple[str, ...], rbac_file: str | None,
+    server_url: str | None, as_user: str | None, groups: tuple[str, ...], rbac_file: str | None,
 ) -> None:  # fmt: skip
     """Sync the app to an earlier deployment from its history (argocd app rollback)."""
+    if server_url:
+        client = client_for(server_url, as_user, groups, rbac_file)
+        remote, _ = remote_app(client, app_ref)
+        answer = client.rollback(remote.namespace, remote.name, history_id, prune)
+        _print_outcome(remote, to_outcome(answer))
+        return
     store = open_store(store_dir)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "sync")
     params = SyncParams(prune=prune, username=as_user or "")

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
@@ -139,11 +139,13 @@ class AppState:
 
     def location(self, key: ResourceKey) -> tuple[str, int] | None:
         """File (relative to its source path) and line a target came from."""
+        manifest = self.target(key)
+        return (manifest.file, manifest.line) if manifest is not None else None
+
+    def target(self, key: ResourceKey) -> Manifest | None:
+        """The rendered manifest at `key` (with its file and field positions)."""
         namespace = self.app.spec.destination.namespace
-        for manifest in self.targets:
-            if key_of(manifest.data, namespace) == key:
-                return manifest.file, manifest.line
-        return None
+        return next((m for m in self.targets if key_of(m.data, namespace) == key), None)
 
     def status(self, previous: ApplicationStatus | None = None) -> ApplicationStatus:
         """The Application's status after this refresh; operationState and history are
@@ -342,17 +344,37 @@ def _live_objects(
     store: LiveStore, tracking: str, wanted: set[ResourceKey]
 ) -> list[dict[str, Any]]:
     """Store objects that matter to the app: those at a target's key and those whose
-    tracking id names the app (compare_app checks the id fully)."""
+    tracking id names the app (compare_app checks the id fully). A store with an ownership
+    index (the controller's view) answers without walking every object."""
+    if isinstance(store, TrackingIndex):
+        keys = store.tracked_keys(tracking) | {k for w in wanted if (k := _config_key(w))}
+        found = ((key, store.manifest(key)) for key in sorted(keys))
+        return [m for _, m in found if m is not None and _belongs(m, tracking, wanted)]
     out = []
     for key in sorted(store.snapshot().objects):
         manifest = store.manifest(key)
-        if manifest is None:
-            continue
-        annotations = (manifest.get("metadata") or {}).get("annotations") or {}
-        owner = str(annotations.get(TRACKING_ANNOTATION) or "")
-        if owner.startswith(f"{tracking}:") or key_of(manifest) in wanted:
+        if manifest is not None and _belongs(manifest, tracking, wanted):
             out.append(manifest)
     return out
+
+
+@runtime_checkable
+class TrackingIndex(Protocol):
+    def tracked_keys(self, tracking: str) -> set[ConfigKey]: ...
+
+
+def _belongs(manifest: dict[str, Any], tracking: str, wanted: set[ResourceKey]) -> bool:
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    owner = str(annotations.get(TRACKING_ANNOTATION) or "")
+    return owner.startswith(f"{tracking}:") or key_of(manifest) in wanted
+
+
+def _config_key(key: ResourceKey) -> ConfigKey | None:
+    try:
+        kind = Kind(key.kind)
+    except ValueError:
+        return None  # a kind the store cannot hold
+    return ConfigKey(kind, key.namespace if is_namespaced(key.kind) else "", key.name)
 
 
 def save_status(store: LiveStore, key: ConfigKey, status: ApplicationStatus) -> None:

@@ -331,7 +331,9 @@ class DirectoryStore:
         )
         self._offset, self._identity, self._loaded = tail.offset, tail.identity, True
         for diag in diagnostics:
-            log.warning("%s", diag)
+            # warnings were shown to whoever wrote the object; errors mean a hand-edited file
+            error = diag.severity is Severity.ERROR
+            log.log(logging.WARNING if error else logging.DEBUG, "%s", diag)
         if not changed:
             return None
         event = ChangeEvent(frozenset(changed), version)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +111,36 @@ def test_store_flag_overrides_the_environment(run, tmp_path: Path) -> None:  # t
     run("apply", "-f", str(tmp_path / "vs.yaml"), "--store", str(other))
     assert (other / "VirtualService" / "default" / "reviews.yaml").is_file()
     assert not (tmp_path / "live" / "VirtualService").exists()
+
+
+MESH_CM = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: istio, namespace: istio-system}
+data:
+  mesh: |
+    fooBar: 1
+"""
+
+
+def test_warnings_only_for_what_the_command_writes(tmp_path: Path) -> None:
+    """A stored object's warning was shown when it was applied; later commands (that read
+    the store) stay quiet about it."""
+    exe = Path(sys.executable).parent / "meshpilot"
+    (tmp_path / "cm.yaml").write_text(MESH_CM)
+    (tmp_path / "vs.yaml").write_text(VS)
+    store = str(tmp_path / "live")
+
+    def meshpilot(*args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [str(exe), *args, "--store", store]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
+
+    first = meshpilot("apply", "-f", str(tmp_path / "cm.yaml"))
+    assert first.stderr.count("warning:") == 1
+    assert first.stderr.startswith(f"{tmp_path / 'cm.yaml'}:5: warning: ")
+    assert "fooBar" in first.stderr
+    for args in (
+        ("apply", "-f", str(tmp_path / "vs.yaml")),
+        ("get", "virtualservices", "-n", "default"),
+        ("gitops", "list"),
+    ):
+        assert meshpilot(*args).stderr == "", args

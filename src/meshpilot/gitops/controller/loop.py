@@ -292,19 +292,30 @@ class Controller:
     # -- resync --------------------------------------------------------------------------
 
     async def _schedule(self) -> None:
+        """Queue due resyncs a slice at a time (a few per worker), so drift and webhook work
+        never waits behind a whole round; the end of a reconcile wakes this for the next."""
         interval = self.settings.app_resync
-        while True:
+        # Not `while True`: Python 3.11's wait_for can swallow a cancellation that arrives
+        # as _wake is set, and run() would then wait for this task forever on shutdown.
+        while not self.stopping.is_set():
             now = time.monotonic()
-            due = [k for k, r in self.apps.items() if r.next_due and r.next_due <= now]
-            if due:
+            due = sorted(
+                (r.next_due, k) for k, r in self.apps.items() if r.next_due and r.next_due <= now
+            )
+            room = max(2 * max(self.settings.workers, 1) - len(self.queue), 0)
+            if due and room:
+                taken = [k for _, k in due[:room]]
                 repos = self.renderer.repos
                 if isinstance(repos, CachingRepoService):
-                    repos.expire(_urls(self.apps[k].app for k in due), before=now)
-                for key in due:
+                    # a revision resolved after the app fell due is fresh enough for it
+                    repos.expire(_urls(self.apps[k].app for k in taken), before=due[0][0])
+                for key in taken:
                     self.apps[key].next_due = 0.0  # set again when the reconcile ends
                     self.queue.add(key, Level.LATEST, "resync", urgent=False)
             pending = [r.next_due for r in self.apps.values() if r.next_due]
             delay = min(pending, default=now + interval) - time.monotonic()
+            if len(due) > room:
+                delay = interval  # the rest when a reconcile ends (it sets _wake)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), max(min(delay, interval), 0.01))

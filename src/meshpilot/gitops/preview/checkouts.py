@@ -28,9 +28,11 @@ class PreviewRepos(RepoService):
         return self._resolved[key]
 
     @contextmanager
-    def checkout(self, url: str, commit: str, temp_parent: Path | None = None) -> Iterator[Path]:
+    def checkout(
+        self, url: str, commit: str, temp_parent: Path | None = None, only: str = ""
+    ) -> Iterator[Path]:
         # Renderers only read the tree, except Helm's charts/ (the same for one commit);
-        # plugins run in their own copy.
+        # plugins run in their own copy. The whole commit once serves every app (`only` unused).
         key = (normalize_url(url), commit)
         if key not in self._trees:
             tree = self._stack.enter_context(super().checkout(url, commit, temp_parent))

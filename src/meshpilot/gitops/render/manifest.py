@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from meshpilot.config.yaml_source import read_text
+from meshpilot.config.yaml_source import Position, read_text
 from meshpilot.gitops.render.errors import ManifestParseError
 
 __all__ = ["Manifest", "parse_manifests"]
@@ -18,6 +18,9 @@ class Manifest:
     data: dict[str, Any]
     file: str
     line: int
+    # line of every field by path (as the loader records them), so that a sync's validation
+    # error names the line of the bad field, not the object's first line
+    positions: dict[Position, int] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def api_version(self) -> str:
@@ -57,5 +60,5 @@ def parse_manifests(text: str, file: str) -> list[Manifest]:
         if not doc.data.get("apiVersion") or not doc.data.get("kind"):
             field = "apiVersion" if not doc.data.get("apiVersion") else "kind"
             raise ManifestParseError(f"{file}:{doc.line}: object has no {field}")
-        out.append(Manifest(doc.data, file, doc.line))
+        out.append(Manifest(doc.data, file, doc.line, doc.positions))
     return out

@@ -57,11 +57,12 @@ class Renderer:
 
     def render(self, request: RenderRequest) -> RenderResult:
         commit = self.repos.resolve(request.repo_url, request.revision)
-        key = CacheKey(normalize_url(request.repo_url), commit, request.path, request.fingerprint())
+        key = self._cache_key(request, commit)
         hit = self.cache.get(key)
         if hit is not None:
             return RenderResult(commit, hit, cached=True)
-        with self.repos.checkout(request.repo_url, commit, self.config.temp_dir) as root:
+        only = request.path if key.commit.startswith("tree:") else ""  # a directory that exists
+        with self.repos.checkout(request.repo_url, commit, self.config.temp_dir, only) as root:
             manifests = tuple(self._dispatch(request, root, commit))
         self.cache.put(key, manifests)
         log.info(
@@ -72,6 +73,18 @@ class Renderer:
             len(manifests),
         )
         return RenderResult(commit, manifests, cached=False)
+
+    def _cache_key(self, request: RenderRequest, commit: str) -> CacheKey:
+        """A plain directory renders from its own tree alone: keyed by that tree's id, a
+        commit that leaves the path alone reuses the manifests. Helm, layered and plugin
+        sources may read outside their path (values, charts) or see the commit: by commit."""
+        version = commit
+        if request.source_type is SourceType.DIRECTORY:
+            tree = self.repos.tree_hash(request.repo_url, commit, request.path)
+            if tree is not None:
+                version = f"tree:{tree}"
+        url = normalize_url(request.repo_url)
+        return CacheKey(url, version, request.path, request.fingerprint())
 
     def _source_dir(self, root: Path, path: str) -> Path:
         rel = PurePosixPath(path or ".")

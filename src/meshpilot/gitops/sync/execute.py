@@ -199,12 +199,14 @@ def _selected(keys: frozenset[ResourceKey] | None, namespace: str) -> frozenset[
 
 def _document(task: SyncTask, state: AppState) -> RawDocument:
     assert task.target is not None
-    where = state.location(task.key)
-    file, line = where if where is not None else (f"<{task.key}>", 1)
+    rendered = state.target(task.key)
     data = _plain(task.target)
     if task.key.namespace:
         data.setdefault("metadata", {})["namespace"] = task.key.namespace
-    return RawDocument(file, line, data, {})
+    if rendered is None:
+        return RawDocument(f"<{task.key}>", 1, data, {})
+    # the rendered field positions: the loader then names the bad field's own line
+    return RawDocument(rendered.file, rendered.line, data, dict(rendered.positions))
 
 
 def _plain(obj: Manifest) -> dict[str, Any]:

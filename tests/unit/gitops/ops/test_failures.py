@@ -41,7 +41,10 @@ def _store_files(world: World) -> dict[str, str]:
     ("files", "expected"),
     [
         ({"mesh/vs.yaml": "kind: [unclosed\n"}, "mesh/vs.yaml:2: invalid YAML"),
-        ({"mesh/vs.yaml": BAD_VS, "mesh/dr.yaml": DR.replace("v2", "v3")}, "mesh/vs.yaml"),
+        (
+            {"mesh/vs.yaml": BAD_VS, "mesh/dr.yaml": DR.replace("v2", "v3")},
+            ("mesh/vs.yaml:10: error: VirtualService shop/reviews: spec.http[0].route[0].weight"),
+        ),
     ],
     ids=["invalid-yaml", "invalid-virtualservice"],
 )
