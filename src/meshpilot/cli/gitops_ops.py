@@ -38,7 +38,7 @@ from meshpilot.gitops.rbac import app_objects
 from meshpilot.gitops.refresh import AppState, RefreshDeps, refresh_app, save_status
 from meshpilot.gitops.render import Renderer, RendererConfig
 from meshpilot.gitops.render.sops import load_identities
-from meshpilot.gitops.repo import RepoService
+from meshpilot.gitops.repo import RepoService, repo_settings_from_store
 from meshpilot.gitops.source import chart_detector
 from meshpilot.gitops.sync.operation import SyncOutcome, SyncParams
 from meshpilot.store.directory import DirectoryStore
@@ -55,7 +55,8 @@ repo_cache_option = click.option(
 def build_deps(store: DirectoryStore, repo_cache: str | None) -> RefreshDeps:
     """Repo service, renderer (with age identities from the environment) and the store."""
     cache = Path(repo_cache) if repo_cache else store.root / ".gitops" / "repo-cache"
-    repos = RepoService(cache)
+    access = repo_settings_from_store(store)  # repository Secrets, TLS certs, known hosts
+    repos = RepoService(cache, access.credentials, trust=access.trust)
     key_file = os.environ.get("SOPS_AGE_KEY_FILE")
     identities = load_identities(
         Path(key_file) if key_file else None, os.environ.get("SOPS_AGE_KEY")

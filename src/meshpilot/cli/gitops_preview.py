@@ -30,7 +30,7 @@ from meshpilot.gitops.preview import (
 )
 from meshpilot.gitops.render import Renderer, RendererConfig
 from meshpilot.gitops.render.sops import load_identities
-from meshpilot.gitops.repo import RepoService
+from meshpilot.gitops.repo import RepoService, RepoSettings, repo_settings_from_store
 from meshpilot.settings import STORE_ENV
 from meshpilot.store.directory import DirectoryStore
 
@@ -46,14 +46,17 @@ def _repo_url(repo: str) -> str:
     return repo
 
 
-def _renderer(cache: str | None) -> Renderer:
+def _renderer(cache: str | None, access: RepoSettings | None) -> Renderer:
     key_file = os.environ.get("SOPS_AGE_KEY_FILE")
     identities = load_identities(
         Path(key_file) if key_file else None, os.environ.get("SOPS_AGE_KEY")
     )
     root = Path(cache) if cache else Path(tempfile.gettempdir()) / f"meshpilot-repos-{os.getuid()}"
     config = RendererConfig(age_identities=identities, chart_cache_dir=root / "charts")
-    return Renderer(RepoService(root / "git"), config)
+    if access is None:
+        return Renderer(RepoService(root / "git"), config)
+    repos = RepoService(root / "git", access.credentials, trust=access.trust)
+    return Renderer(repos, config)
 
 
 @click.command("preview")
@@ -84,9 +87,12 @@ def preview(
     """Rendered manifest diff and Envoy configuration diff of a change, per app and proxy."""
     store_dir = store_dir or os.environ.get(STORE_ENV)
     try:
-        snapshot = DirectoryStore(store_dir, create=False).snapshot() if store_dir else None
+        store = DirectoryStore(store_dir, create=False) if store_dir else None
+        snapshot = store.snapshot() if store else None
+        # Repository Secrets, TLS certs and known hosts come from the store, as in Argo CD.
+        access = repo_settings_from_store(store) if store else None
         request = PreviewRequest(_repo_url(repo), base, head, apps)
-        report = run_preview(request, PreviewDeps(_renderer(repo_cache), snapshot))
+        report = run_preview(request, PreviewDeps(_renderer(repo_cache, access), snapshot))
     except ApplicationNotFound as exc:
         raise click.UsageError(f"--app: {exc}") from exc
     except MeshpilotError as exc:

@@ -43,6 +43,7 @@ from meshpilot.gitops.notify import (
 )
 from meshpilot.gitops.render import Renderer, RendererConfig
 from meshpilot.gitops.render.sops import load_identities
+from meshpilot.gitops.repo import repo_settings_from_store
 from meshpilot.gitops.server import GitopsServer, WebhookSecrets
 from meshpilot.gitops.source import ChartDetector, chart_detector
 from meshpilot.store.directory import DirectoryStore
@@ -147,7 +148,8 @@ def serve(
     store = open_store(store_dir)
     store.refresh()
     cache = Path(repo_cache) if repo_cache else store.root / ".gitops" / "repo-cache"
-    repos = CachingRepoService(cache)
+    access = repo_settings_from_store(store)  # repository Secrets, TLS certs, known hosts
+    repos = CachingRepoService(cache, access.credentials, trust=access.trust)
     key_file = os.environ.get("SOPS_AGE_KEY_FILE")
     identities = load_identities(
         Path(key_file) if key_file else None, os.environ.get("SOPS_AGE_KEY")

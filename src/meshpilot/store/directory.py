@@ -34,7 +34,7 @@ import yaml
 
 from meshpilot.config.diagnostics import Diagnostic, Severity
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.kinds import Kind
+from meshpilot.config.kinds import CLUSTER_SCOPED, Kind
 from meshpilot.config.loader import LoadResult, load_documents
 from meshpilot.config.mesh import MeshConfig
 from meshpilot.config.objects import ConfigObject
@@ -343,9 +343,23 @@ class DirectoryStore:
 
 
 def _matching(documents: Sequence[RawDocument], result: LoadResult) -> list[RawDocument]:
-    """The document each loaded object came from (objects keep their document's origin)."""
-    by_origin = {(d.file, d.line): d for d in documents}
-    return [by_origin[(o.origin.file, o.origin.line)] for o in result.objects]
+    """The document each loaded object came from, found by the object's key: documents of
+    one apply may share a file and line (rendered by one Helm template, or made in code)."""
+    by_key = {_document_key(d): d for d in documents}
+    return [by_key[o.key] for o in result.objects]
+
+
+def _document_key(doc: RawDocument) -> ConfigKey | None:
+    """The key the loader gives the document's object (its namespace defaulting included)."""
+    meta = doc.data.get("metadata") if isinstance(doc.data, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    try:
+        kind = Kind(str(doc.data.get("kind", "")))
+    except ValueError:
+        return None
+    namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
+    return ConfigKey(kind, namespace, str(meta.get("name") or ""))
 
 
 def _mesh_of(

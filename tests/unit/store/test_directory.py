@@ -79,6 +79,20 @@ def test_one_file_per_object_private_and_atomic(store: DirectoryStore) -> None:
     assert leftovers == []
 
 
+def test_documents_sharing_file_and_line_are_each_written_to_their_own_file(
+    store: DirectoryStore,
+) -> None:
+    # One Helm template rendering two objects gives both the template's file and line.
+    first = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "1"}}
+    second = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b"}, "data": {}}
+    store.apply([RawDocument("chart/templates/all.yaml", 3, d, {}) for d in (first, second)])
+    config_map = store.manifest(ConfigKey(Kind.CONFIG_MAP, "default", "a"))
+    secret = store.manifest(ConfigKey(Kind.SECRET, "default", "b"))
+    assert config_map is not None and config_map["kind"] == "ConfigMap"
+    assert config_map["data"] == {"k": "1"}
+    assert secret is not None and secret["kind"] == "Secret"
+
+
 def test_invalid_object_refused_with_loader_message_nothing_written(
     store: DirectoryStore,
 ) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from meshpilot.gitops.repo.credentials import RepoCredential
 from meshpilot.gitops.repo.fetch import RepoService
+from meshpilot.gitops.repo.trust import RepoTrust
 from meshpilot.gitops.repo.urls import normalize_url
 
 __all__ = ["CachingRepoService"]
@@ -28,8 +29,9 @@ class CachingRepoService(RepoService):
         credentials: Sequence[RepoCredential] = (),
         timeout: float = 120.0,
         base_env: Mapping[str, str] | None = None,
+        trust: RepoTrust | None = None,
     ) -> None:
-        super().__init__(cache_root, credentials, timeout, base_env)
+        super().__init__(cache_root, credentials, timeout, base_env, trust)
         self._resolved: dict[tuple[str, str], tuple[str, float]] = {}
         self._memo_lock = threading.Lock()
         self.git_resolves = 0  # resolutions that asked git (for tests and the benchmark)

@@ -17,7 +17,7 @@ from meshpilot.gitops.repo.errors import (
     UnknownRevisionError,
 )
 from meshpilot.gitops.repo.fetch import RepoService
-from meshpilot.gitops.repo.settings import RepoSettings, repo_settings
+from meshpilot.gitops.repo.settings import RepoSettings, repo_settings, repo_settings_from_store
 from meshpilot.gitops.repo.trust import RepoTrust, trust_from_configmaps
 from meshpilot.gitops.repo.urls import normalize_url, scrub
 
@@ -35,6 +35,7 @@ __all__ = [
     "credential_from_secret",
     "normalize_url",
     "repo_settings",
+    "repo_settings_from_store",
     "scrub",
     "select_credential",
     "trust_from_configmaps",
