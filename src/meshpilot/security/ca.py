@@ -107,12 +107,15 @@ class CertificateAuthority:
         """Sign the CSR for `identity` (already proven by the caller); CsrError if the CSR is
         unusable, CsrIdentityError if its SANs ask for anything else."""
         csr = _load_csr(csr_pem)
-        _check_requested_identity(csr, identity)
+        requested = _check_requested_identity(csr, identity)
         public_key = csr.public_key()
         _check_key(public_key)
         assert isinstance(public_key, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey))
         lifetime = self._lifetime(ttl)
-        sans = [x509.UniformResourceIdentifier(identity.uri)]
+        # The CSR's own SAN value when it asks exactly for the identity (no rebuild).
+        sans = requested or x509.SubjectAlternativeName(
+            [x509.UniformResourceIdentifier(identity.uri)]
+        )
         leaf = self._leaves.issue(public_key, sans, lifetime)
         chain = (cert_pem(leaf).decode(), self._signing_pem, *self._chain_tail)
         return Issued(leaf, chain)
@@ -151,19 +154,29 @@ def _load_csr(csr_pem: str | bytes) -> x509.CertificateSigningRequest:
     return csr
 
 
-def _check_requested_identity(csr: x509.CertificateSigningRequest, identity: SpiffeId) -> None:
+def _check_requested_identity(
+    csr: x509.CertificateSigningRequest, identity: SpiffeId
+) -> x509.SubjectAlternativeName | None:
+    """The CSR's SAN value if it asks for exactly `identity`, None if it asks for no names;
+    CsrIdentityError for anything else."""
     try:
-        names = list(csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value)
+        requested = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
-        return  # no SANs asked: the certificate carries the proven identity
+        return None  # no SANs asked: the certificate carries the proven identity
     except ValueError as exc:
         raise CsrError(f"the CSR's extensions cannot be parsed: {exc}") from None
+    names = list(requested)
+    if (
+        len(names) == 1
+        and type(names[0]) is x509.UniformResourceIdentifier
+        and names[0].value == identity.uri
+    ):
+        return requested
     asked = [_describe(name) for name in names]
-    if asked != [f"URI:{identity.uri}"]:
-        raise CsrIdentityError(
-            f"the CSR asks for {', '.join(asked) or 'no names'} but the caller proved "
-            f"only {identity.uri}"
-        )
+    raise CsrIdentityError(
+        f"the CSR asks for {', '.join(asked) or 'no names'} but the caller proved "
+        f"only {identity.uri}"
+    )
 
 
 def _describe(name: x509.GeneralName) -> str:

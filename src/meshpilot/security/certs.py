@@ -153,6 +153,7 @@ def ca_certificate(
     return _sign(builder, issuer.key if issuer else key)
 
 
+_EMPTY_NAME = x509.Name([])
 _LEAF_USAGE = x509.KeyUsage(
     digital_signature=True,
     content_commitment=False,
@@ -171,8 +172,8 @@ _LEAF_EKU = x509.ExtendedKeyUsage(
 
 class LeafIssuer:
     """Issues end-entity certificates for both TLS sides (workloads are client and server).
-    What every leaf shares (issuer, usages, authority key id) is computed once: signing is
-    on the CA's hot path when a whole mesh starts."""
+    What every leaf shares (issuer, usages, authority key id, a workload's empty subject)
+    is built once: signing is on the CA's hot path when a whole mesh starts."""
 
     def __init__(self, issuer: Signer) -> None:
         self.issuer = issuer
@@ -187,25 +188,27 @@ class LeafIssuer:
                 critical=False,
             )
         )
+        self._workload_template = self._template.subject_name(_EMPTY_NAME)
         self._not_after_cap = issuer.cert.not_valid_after_utc
 
     def issue(
         self,
         public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey,
-        sans: Sequence[x509.GeneralName],
+        sans: Sequence[x509.GeneralName] | x509.SubjectAlternativeName,
         lifetime: dt.timedelta,
         subject: x509.Name | None = None,
     ) -> x509.Certificate:
         now = utcnow()
-        subject = subject or x509.Name([])
+        builder = self._template.subject_name(subject) if subject else self._workload_template
+        if not isinstance(sans, x509.SubjectAlternativeName):
+            sans = x509.SubjectAlternativeName(list(sans))
         builder = (
-            self._template.subject_name(subject)
-            .public_key(public_key)
+            builder.public_key(public_key)
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - BACKDATE)
             .not_valid_after(min(now + lifetime, self._not_after_cap))
             # RFC 5280: with an empty subject, the SAN extension must be critical.
-            .add_extension(x509.SubjectAlternativeName(list(sans)), critical=not subject)
+            .add_extension(sans, critical=not subject)
         )
         return _sign(builder, self.issuer.key)
 

@@ -128,7 +128,8 @@ class TokenAuthority:
         if len(parts) != 3:
             raise TokenError("the token is not a JWT (three dot-separated parts)")
         try:
-            header = json.loads(_unb64(parts[0]))
+            # Our own tokens carry exactly _HEADER: parse only another header.
+            header = _HEADER if parts[0] == _HEADER_B64 else json.loads(_unb64(parts[0]))
             signature = _unb64(parts[2])
         except (ValueError, binascii.Error):
             raise TokenError("the token is not a JWT (bad base64 or JSON)") from None
@@ -146,6 +147,9 @@ class TokenAuthority:
 
     def _mac(self, signing_input: str) -> bytes:
         return hmac.new(self._key, signing_input.encode(), hashlib.sha256).digest()
+
+
+_HEADER_B64 = _b64(_json(_HEADER))
 
 
 def _claims(claims: dict[str, Any], now: dt.datetime) -> TokenClaims:

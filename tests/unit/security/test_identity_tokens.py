@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import hashlib
+import hmac
 import stat
 from pathlib import Path
 
@@ -69,6 +72,19 @@ def test_bad_tokens_are_refused_without_echoing_them(tmp_path: Path) -> None:
         with pytest.raises(TokenError, match=message) as caught:
             tokens.verify(token, now=when)
         assert token not in str(caught.value) and sig not in str(caught.value)
+
+
+def test_a_differently_encoded_hs256_header_is_still_verified(tmp_path: Path) -> None:
+    """verify() skips parsing our own header; any other HS256 header is parsed and checked,
+    and the signature still covers it."""
+    tokens = TokenAuthority.open(tmp_path / "ca")
+    _, body, _ = tokens.issue("default", "reviews", "reviews-1").split(".")
+    header = base64.urlsafe_b64encode(b'{"typ":"JWT","alg":"HS256"}').rstrip(b"=").decode()
+    mac = hmac.new(tokens._key, f"{header}.{body}".encode(), hashlib.sha256).digest()
+    signature = base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+    assert tokens.verify(f"{header}.{body}.{signature}").pod == "reviews-1"
+    with pytest.raises(TokenError, match="signature is invalid"):
+        tokens.verify(f"{header}.{body}.{signature[:-4]}AAAA")
 
 
 def test_token_cli_prints_a_token_the_ca_accepts(tmp_path: Path) -> None:
