@@ -28,7 +28,8 @@ def kube_service(obj: ConfigObject[KubeService], domain_suffix: str) -> Service 
     spec = obj.model.spec
     hostname = f"{obj.name}.{obj.namespace}.svc.{domain_suffix}"
     if spec.type == "ExternalName":
-        # ExternalName: a DNS alias to another host (Istio models it as a DNS service).
+        # ExternalName: an alias of another host (Istio ENABLE_EXTERNAL_NAME_ALIAS, on by
+        # default since 1.21): no cluster of its own, its names join the target's routes.
         return Service(
             hostname=hostname,
             namespace=obj.namespace,
@@ -39,6 +40,7 @@ def kube_service(obj: ConfigObject[KubeService], domain_suffix: str) -> Service 
             source=obj.key,
             labels=obj.labels,
             export_to=_export_to(obj),
+            alias_for=(spec.external_name or "").rstrip(".").lower(),
         )
     ip = spec.cluster_ip
     headless = ip == "None"

@@ -145,10 +145,17 @@ class Service:
     labels: Mapping[str, str] = field(default_factory=dict)
     # Kubernetes Service name (short name for alt domains); empty for ServiceEntry hosts.
     kube_name: str = ""
+    # ExternalName Services: the host they alias (Istio's Resolution Alias); "" otherwise.
+    alias_for: str = ""
 
     @property
     def is_kubernetes(self) -> bool:
         return bool(self.kube_name)
+
+    @property
+    def is_alias(self) -> bool:
+        """An alias has no cluster or listener: its names join its target's virtual host."""
+        return bool(self.alias_for)
 
     @property
     def vip(self) -> str | None:

@@ -83,7 +83,8 @@ def _outbound(push: PushContext, proxy: Proxy) -> tuple[cluster_pb2.Cluster, ...
     def build() -> list[cluster_pb2.Cluster]:
         out: list[cluster_pb2.Cluster] = []
         for svc in push.proxy_scope(proxy).services:
-            out.extend(build_outbound_clusters(push, proxy, svc))
+            if not svc.is_alias:  # ExternalName aliases have no cluster (Istio Alias)
+                out.extend(build_outbound_clusters(push, proxy, svc))
         return out
 
     key = ("cds-outbound", push.proxy_class(proxy))

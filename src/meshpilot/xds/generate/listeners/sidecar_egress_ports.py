@@ -44,8 +44,8 @@ def _entry_targets(ctx: SidecarContext, egress: IstioEgressListener) -> list[Out
     hosts = [EgressHost.parse(h, sidecar_ns) for h in egress.hosts]
     out = []
     for svc in ctx.scope.services:
-        if not any(h.matches(svc) for h in hosts):
-            continue
+        if svc.is_alias or not any(h.matches(svc) for h in hosts):
+            continue  # ExternalName aliases get no listener (Istio Alias resolution)
         port = svc.port(number)
         if port is None or port.protocol is Protocol.UDP:
             continue

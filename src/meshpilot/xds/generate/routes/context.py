@@ -46,8 +46,11 @@ class RouteContext:
 
     def host(self, dest: Destination) -> str:
         """The destination's host as an FQDN: a short name is the VirtualService's namespace's
-        (a delegate's routes come with their hosts resolved in its own namespace)."""
-        return resolve_host(dest.host, self.vs.namespace, self.push.domain_suffix)
+        (a delegate's routes come with their hosts resolved in its own namespace). An
+        ExternalName alias stands for the host it names, as in Istio's GetDestinationCluster."""
+        host = resolve_host(dest.host, self.vs.namespace, self.push.domain_suffix)
+        svc = self.scope.service(host)
+        return svc.alias_for if svc is not None and svc.is_alias else host
 
     def cluster(self, dest: Destination) -> str:
         """Istio's GetDestinationCluster: explicit port, else the service's only port, else

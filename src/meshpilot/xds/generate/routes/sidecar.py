@@ -20,6 +20,7 @@ from meshpilot.registry.model import Protocol, Service
 from meshpilot.xds import names as xds_names
 from meshpilot.xds.cache import cache_for
 from meshpilot.xds.generate.routes.action import set_timeout
+from meshpilot.xds.generate.routes.aliases import visible_aliases
 from meshpilot.xds.generate.routes.assembly import (
     VirtualHostParts,
     route_configuration,
@@ -28,6 +29,7 @@ from meshpilot.xds.generate.routes.assembly import (
 )
 from meshpilot.xds.generate.routes.context import RouteContext
 from meshpilot.xds.generate.routes.delegate import http_routes
+from meshpilot.xds.generate.routes.egress_view import EgressView, egress_entry, egress_view
 from meshpilot.xds.generate.routes.encoded import RouteMemo, encoded_virtual_service
 from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
 from meshpilot.xds.generate.routes.retry import default_retry_policy, retry_policy
@@ -62,7 +64,7 @@ def generate_sidecar_routes(
     sniffed port of the services this proxy sees. Names that are neither are skipped."""
     builder = _Builder(push, proxy, push.proxy_scope(proxy))
     if names is None:
-        services = builder.scope.services
+        services = [s for s in builder.scope.services if not s.is_alias]
         ports = {p.port for s in services for p in s.ports if _http_like(s, p.port)}
         wanted = {str(p): (p, "") for p in ports}
     else:
@@ -106,21 +108,35 @@ class _Builder:
     scope: SidecarScope
     by_port: dict[int, list[VirtualHostParts]] = field(default_factory=dict)
     routes: RouteMemo = field(default_factory=RouteMemo)
-    mesh: tuple[list[BoundVirtualService], dict[str, ConfigKey]] | None = None
+    # Per Sidecar egress entry (egress_view.py): its view, VirtualServices and their owners.
+    mesh: dict[int, _EntryMesh] = field(default_factory=dict)
 
     def config(self, name: str, port: int, sniffed_host: str) -> list[route_pb2.RouteConfiguration]:
-        if self.mesh is None:
+        if port not in self.by_port:
+            entry = self._entry(egress_entry(self.scope, port))
+            self.by_port[port] = _virtual_hosts(
+                self.push, self.proxy, self.scope, entry, port, self.routes
+            )
+        return [_route_config(name, self.by_port[port], self.scope, sniffed_host)]
+
+    def _entry(self, index: int) -> _EntryMesh:
+        if index not in self.mesh:
+            view = egress_view(self.scope, index)
             mesh_vs = [
                 vs
                 for vs in self.push.virtual_services.for_gateway(MESH_GATEWAY, self.proxy.namespace)
-                if any(self.scope.allows_host(h, vs.namespace) for h in vs.hosts)
+                if any(view.allows_host(h, vs.namespace) for h in vs.hosts)
             ]
-            self.mesh = (mesh_vs, _most_specific_vs(mesh_vs, self.scope.services))
-        if port not in self.by_port:
-            self.by_port[port] = _virtual_hosts(
-                self.push, self.proxy, self.scope, *self.mesh, port, self.routes
-            )
-        return [_route_config(name, self.by_port[port], self.scope, sniffed_host)]
+            owners = _most_specific_vs(mesh_vs, view.services)
+            self.mesh[index] = _EntryMesh(view, mesh_vs, owners)
+        return self.mesh[index]
+
+
+@dataclass(frozen=True, slots=True)
+class _EntryMesh:
+    view: EgressView
+    virtual_services: list[BoundVirtualService]
+    owners: dict[str, ConfigKey]
 
 
 def _most_specific_vs(
@@ -226,14 +242,14 @@ def _virtual_hosts(
     push: PushContext,
     proxy: Proxy,
     scope: SidecarScope,
-    mesh_vs: Sequence[BoundVirtualService],
-    owners: Mapping[str, ConfigKey],
+    entry: _EntryMesh,
     port: int,
     memo: RouteMemo,
 ) -> list[VirtualHostParts]:
     """Virtual hosts of the services on `port`: those a VirtualService claims first, in
     VirtualService precedence, then the others with their default route."""
-    services = {s.hostname: s for s in scope.services if s.port(port) is not None}
+    mesh_vs, owners = entry.virtual_services, entry.owners
+    services = {s.hostname: s for s in entry.view.services if s.port(port) is not None}
     service_ports = {h: (port,) for h in services}  # Istio trims services to this port
     if port != NON_SERVICE_HOSTS_PORT:
         mesh_vs = [vs for vs in mesh_vs if _selects(vs, services)]
@@ -251,7 +267,12 @@ def _virtual_hosts(
         for host, svc in sorted(services.items())
         if host not in claimed and _http_like(svc, port)
     ]
-    return build_virtual_hosts(groups, port, proxy.dns_domain)
+    aliases = {
+        host: found
+        for host, svc in services.items()
+        if (found := visible_aliases(push, svc, entry.view.imported))
+    }
+    return build_virtual_hosts(groups, port, proxy.dns_domain, aliases)
 
 
 def _sniffed(vhosts: Sequence[VirtualHostParts], host: str) -> list[VirtualHostParts]:

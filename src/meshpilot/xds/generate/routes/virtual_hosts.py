@@ -3,7 +3,7 @@ GenerateAltVirtualHosts and dedupeDomains)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from meshpilot.registry.model import Resolution, Service
@@ -67,10 +67,17 @@ def alt_hosts(hostname: str, proxy_domain: str) -> list[str]:
     return out
 
 
-def service_domains(svc: Service, proxy_domain: str) -> tuple[list[str], list[str]]:
-    """(domains, the alt hosts among them): FQDN, short forms, then the service addresses."""
-    alts = alt_hosts(svc.hostname, proxy_domain)
-    domains = [_ipv6_safe(svc.hostname), *alts]
+def service_domains(
+    svc: Service, proxy_domain: str, aliases: Sequence[str] = ()
+) -> tuple[list[str], list[str]]:
+    """(domains, the alt hosts among them): FQDN and short forms, the same for each alias
+    (ExternalName Services naming it), then the service addresses."""
+    domains: list[str] = []
+    alts: list[str] = []
+    for name in (svc.hostname, *aliases):
+        short = alt_hosts(name, proxy_domain)
+        domains += [_ipv6_safe(name), *short]
+        alts += short
     if svc.resolution is Resolution.PASSTHROUGH and svc.is_kubernetes:
         # Headless: clients address pods as <pod>.<service>...
         domains += [f"*.{d}" for d in domains]
@@ -99,9 +106,14 @@ class _DomainClaims:
 
 
 def build_virtual_hosts(
-    groups: Sequence[VirtualHostGroup], port: int, proxy_domain: str
+    groups: Sequence[VirtualHostGroup],
+    port: int,
+    proxy_domain: str,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> list[VirtualHostParts]:
-    """Virtual hosts in group order; a repeated vhost name or domain keeps the first."""
+    """Virtual hosts in group order; a repeated vhost name or domain keeps the first.
+    `aliases`: per service hostname, the alias hostnames that join its domains."""
+    aliases = aliases or {}
     known = {
         h
         for g in groups
@@ -122,7 +134,9 @@ def build_virtual_hosts(
                 continue
             taken.add(name)
             domains, alts = (
-                service_domains(svc, proxy_domain) if svc else ([_ipv6_safe(hostname)], [])
+                service_domains(svc, proxy_domain, aliases.get(hostname, ()))
+                if svc
+                else ([_ipv6_safe(hostname)], [])
             )
             domains = claims.claim(domains, alts)
             if domains:
