@@ -14,6 +14,7 @@ Every process is killed by `stop()` whatever happened; the fixtures call it in f
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import http.client
 import json
 import os
@@ -199,7 +200,9 @@ class EnvoyProcess:
 
     @property
     def admin(self) -> str:
-        return str(self.workdir / f"{self.name}-admin.sock")
+        # Short: a Unix socket path has at most 107 bytes, and pytest's temp dirs grow long.
+        digest = hashlib.sha1(self.name.encode()).hexdigest()[:8]
+        return str(self.workdir / f"{digest}-admin.sock")
 
     @property
     def log(self) -> Path:

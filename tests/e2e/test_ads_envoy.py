@@ -168,7 +168,14 @@ def test_golden_inputs_are_acked_by_envoy(
             case.name, _node_id(case), metadata, discovery=discovery, delta=delta, own_netns=True
         )
         envoys[case.proxy] = (envoy, dump)
-    wait_for(lambda: _all_synced(discovery, expected), f"every type ACKed: {expected}", 20)
+    try:
+        wait_for(lambda: _all_synced(discovery, expected), f"every type ACKed: {expected}", 30)
+    except AssertionError as exc:
+        # Say where it stopped: what the control plane saw and what each Envoy logged.
+        logs = "\n".join(f"--- {e.name}:\n{e.log_text()[-3000:]}" for e, _ in envoys.values())
+        syncz = discovery.json("/debug/syncz")
+        tail = discovery.log.read_text()[-4000:]
+        raise AssertionError(f"{exc}\nsyncz: {syncz}\n{logs}\n--- discovery:\n{tail}") from None
     for proxy, (envoy, ours) in envoys.items():
         theirs = envoy.config_dump()
         clusters = ("ClustersConfigDump", "dynamic_active_clusters", "cluster")
