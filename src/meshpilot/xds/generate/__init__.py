@@ -52,18 +52,16 @@ def generator(type_url: str, proxy_type: ProxyType) -> Generator:
 def generate_proxy_config(push: PushContext, proxy: Proxy) -> ProxyConfig:
     """Everything one proxy would receive, in push order; RDS/EDS/SDS names are those the
     generated listeners and clusters refer to, as Envoy would subscribe to them."""
-    clusters = generator(TypeUrl.CLUSTER, proxy.type)(push, proxy, None)
-    eds_names = {
-        c.eds_cluster_config.service_name or c.name
-        for c in clusters
-        if c.HasField("eds_cluster_config")
-    }
-    endpoints = generator(TypeUrl.ENDPOINT, proxy.type)(push, proxy, eds_names)
-    listeners = generator(TypeUrl.LISTENER, proxy.type)(push, proxy, None)
+    from meshpilot.xds.generate.references import cluster_references
     from meshpilot.xds.references import rds_names, sds_names
 
+    clusters = generator(TypeUrl.CLUSTER, proxy.type)(push, proxy, None)
+    eds_names, cluster_sds = cluster_references(push, clusters)
+    endpoints = generator(TypeUrl.ENDPOINT, proxy.type)(push, proxy, eds_names)
+    listeners = generator(TypeUrl.LISTENER, proxy.type)(push, proxy, None)
     routes = generator(TypeUrl.ROUTE, proxy.type)(push, proxy, rds_names(listeners))
-    secrets = generator(TypeUrl.SECRET, proxy.type)(push, proxy, sds_names(listeners, clusters))
+    secret_names = sds_names(listeners, ()) | cluster_sds
+    secrets = generator(TypeUrl.SECRET, proxy.type)(push, proxy, secret_names)
     return ProxyConfig(
         listeners=listeners, routes=routes, clusters=clusters, endpoints=endpoints, secrets=secrets
     )

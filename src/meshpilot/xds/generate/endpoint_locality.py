@@ -8,8 +8,11 @@ still share one, and proxies without locality LB keep the shared assignment unto
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from envoy.config.endpoint.v3 import endpoint_pb2
 
+from meshpilot.config.istio.destination_rule import LocalityLoadBalancerSetting
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.traffic_policy import effective_traffic_policy
@@ -22,28 +25,50 @@ from meshpilot.xds.generate.clusters.locality import (
 )
 from meshpilot.xds.names import parse_cluster_name
 
-__all__ = ["localized_assignment"]
+__all__ = ["LocalityPlan", "locality_plan", "localize"]
 
 _MEMO = "eds.locality"
 
 
-def localized_assignment(
+@dataclass(frozen=True, slots=True)
+class LocalityPlan:
+    """How locality LB applies to one cluster for a proxy class (None: it does not)."""
+
+    svc: Service
+    port: int
+    setting: LocalityLoadBalancerSetting
+    failover: bool
+
+
+def locality_plan(
     push: PushContext, proxy: Proxy, cla: endpoint_pb2.ClusterLoadAssignment
-) -> endpoint_pb2.ClusterLoadAssignment:
-    """`cla` as this proxy must see it: unchanged unless locality LB applies to the cluster."""
+) -> LocalityPlan | None:
+    """Whether `cla` needs a per-proxy copy: decided by the proxy's class (scope and
+    DestinationRules) and the mesh config, so it is computed once per class."""
     parsed = parse_cluster_name(cla.cluster_name)
     if parsed is None:
-        return cla
+        return None
     _, port, subset, hostname = parsed
     svc = push.proxy_scope(proxy).service(hostname)
     if svc is None:
-        return cla
+        return None
     rule = push.destination_rule(proxy, svc)
     policy = effective_traffic_policy(rule.obj.model if rule else None, port, subset)
     setting = locality_setting(push.mesh, policy)
     failover = failover_enabled(policy)
     if setting is None or not (setting.distribute or failover):
-        return cla
+        return None
+    return LocalityPlan(svc, port, setting, failover)
+
+
+def localize(
+    push: PushContext,
+    proxy: Proxy,
+    cla: endpoint_pb2.ClusterLoadAssignment,
+    plan: LocalityPlan,
+) -> endpoint_pb2.ClusterLoadAssignment:
+    """`cla` as this proxy must see it, with locality priorities and weights applied."""
+    setting, failover = plan.setting, plan.failover
     labels = (
         topology_labels(proxy.labels, proxy.locality)
         if failover and setting.failover_priority and not setting.distribute
@@ -61,7 +86,7 @@ def localized_assignment(
     if found is None:
         found = endpoint_pb2.ClusterLoadAssignment()
         found.CopyFrom(cla)
-        groups = _group_endpoints(push, svc, port, found)
+        groups = _group_endpoints(push, plan.svc, plan.port, found)
         apply_locality_lb(found, groups, proxy.locality, labels or {}, setting, failover)
         memo[key] = found
     return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from envoy.config.core.v3 import address_pb2, base_pb2, health_check_pb2
 from envoy.config.endpoint.v3 import endpoint_components_pb2 as ec_pb2
@@ -20,6 +21,9 @@ from meshpilot.registry.workloads import workload_metadata
 from meshpilot.xds.names import parse_cluster_name
 from meshpilot.xds.wire import field_number, length_delimited, varint
 
+if TYPE_CHECKING:
+    from meshpilot.xds.generate.endpoint_locality import LocalityPlan
+
 __all__ = ["generate_endpoints", "locality_endpoints"]
 
 TLS_MATCH_KEY = "envoy.transport_socket_match"
@@ -31,21 +35,39 @@ def generate_endpoints(
     """One assignment per requested outbound cluster name whose service uses EDS. Proxies of
     one class share the assignments (built once per push)."""
     # Imported here: endpoint_locality -> clusters -> clusters.outbound -> this module.
-    from meshpilot.xds.generate.endpoint_locality import localized_assignment
+    from meshpilot.xds.generate.endpoint_locality import locality_plan, localize
 
-    memo = push.memo.setdefault(("eds", push.proxy_class(proxy)), {})
-    assert isinstance(memo, dict)
-    scope = push.proxy_scope(proxy)
-    out: list[endpoint_pb2.ClusterLoadAssignment] = []
-    for name in sorted(names or ()):
-        cla = memo.get(name)
-        if cla is None:
-            cla = memo[name] = _assignment(push, proxy, scope, name)
-        if cla is not _NONE:
-            out.append(localized_assignment(push, proxy, cla))
+    proxy_class = push.proxy_class(proxy)
+    # The shared assignments and which of them locality LB rewrites depend on the class
+    # alone: a second proxy of the class only redoes the rewritten ones for its locality.
+    plan_key = ("eds.plan", proxy_class, frozenset(names or ()))
+    plan = cast(_Plan | None, push.memo.get(plan_key))
+    if plan is None:
+        memo = push.memo.setdefault(("eds", proxy_class), {})
+        assert isinstance(memo, dict)
+        scope = push.proxy_scope(proxy)
+        shared: list[endpoint_pb2.ClusterLoadAssignment] = []
+        for name in sorted(names or ()):
+            cla = memo.get(name)
+            if cla is None:
+                cla = memo[name] = _assignment(push, proxy, scope, name)
+            if cla is not _NONE:
+                shared.append(cla)
+        localized = [
+            (i, lp) for i, cla in enumerate(shared) if (lp := locality_plan(push, proxy, cla))
+        ]
+        plan = push.memo[plan_key] = (tuple(shared), tuple(localized))
+    shared_clas, localized_plans = plan
+    out = list(shared_clas)
+    for i, lp in localized_plans:
+        out[i] = localize(push, proxy, out[i], lp)
     return out
 
 
+# The class's assignments in name order, and (index, plan) of those locality LB rewrites.
+_Plan = tuple[
+    tuple[endpoint_pb2.ClusterLoadAssignment, ...], tuple[tuple[int, "LocalityPlan"], ...]
+]
 _NONE = endpoint_pb2.ClusterLoadAssignment()  # marks names with no assignment
 
 

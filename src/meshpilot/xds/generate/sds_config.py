@@ -14,7 +14,17 @@ __all__ = ["agent_sds", "credential_sds"]
 
 def agent_sds(name: str) -> secret_pb2.SdsSecretConfig:
     """A secret the proxy agent serves over `sds-grpc`. Only `default` and `ROOTCA` carry
-    `initial_fetch_timeout: 0s` (Istio's preconfigured configs)."""
+    `initial_fetch_timeout: 0s` (Istio's preconfigured configs). A fresh copy of a message
+    built once for `default` and `ROOTCA`, which every mTLS context asks for."""
+    found = _AGENT_SDS.get(name)
+    if found is None:
+        return _build_agent_sds(name)
+    out = secret_pb2.SdsSecretConfig()
+    out.CopyFrom(found)
+    return out
+
+
+def _build_agent_sds(name: str) -> secret_pb2.SdsSecretConfig:
     source = config_source_pb2.ConfigSource(
         api_config_source=config_source_pb2.ApiConfigSource(
             api_type=config_source_pb2.ApiConfigSource.GRPC,
@@ -48,3 +58,7 @@ def credential_sds(credential_name: str) -> secret_pb2.SdsSecretConfig:
         resource_api_version=config_source_pb2.V3,
     )
     return secret_pb2.SdsSecretConfig(name=resource, sds_config=source)
+
+
+# Only the two workload secrets: other names come from user config and need no cache.
+_AGENT_SDS = {n: _build_agent_sds(n) for n in (names.SDS_DEFAULT, names.SDS_ROOTCA)}

@@ -21,6 +21,7 @@ from meshpilot.xds.generate.clusters.common import (
 )
 from meshpilot.xds.generate.clusters.sidecar_ingress import build_ingress_clusters
 from meshpilot.xds.generate.clusters.traffic_policy import apply_traffic_policy
+from meshpilot.xds.generate.service_targets import service_targets
 from meshpilot.xds.names import INBOUND_PASSTHROUGH_BIND_IPV4, inbound_cluster
 
 __all__ = ["build_inbound_clusters", "inbound_targets"]
@@ -33,7 +34,7 @@ def inbound_targets(
 ) -> dict[int, list[tuple[Service, ServicePort]]]:
     """The services this workload serves, by the port its app listens on (target port)."""
     targets: dict[int, list[tuple[Service, ServicePort]]] = defaultdict(list)
-    for svc, ep in push.service_targets(proxy):
+    for svc, ep in service_targets(push, proxy):
         port = svc.port(ep.service_port)
         if port is not None and (svc, port) not in targets[ep.port]:
             targets[ep.port].append((svc, port))

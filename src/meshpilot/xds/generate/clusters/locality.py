@@ -12,7 +12,7 @@
 
 The cluster gets `locality_weighted_lb_config` when weights are meant to count.
 The endpoints then depend on the proxy's locality (and labels, for failoverPriority): EDS
-keys its per-proxy copies by those (see `localized_assignment`).
+keys its per-proxy copies by those (see endpoint_locality.py).
 """
 
 from __future__ import annotations

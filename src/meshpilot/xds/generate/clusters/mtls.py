@@ -27,7 +27,6 @@ from envoy.config.core.v3 import base_pb2
 from envoy.extensions.transport_sockets.raw_buffer.v3 import raw_buffer_pb2
 from envoy.extensions.transport_sockets.tls.v3 import common_pb2, tls_pb2
 from envoy.type.matcher.v3 import string_pb2
-from google.protobuf import struct_pb2
 
 from meshpilot.config.istio.destination_rule import ClientTLSSettings, TrafficPolicy
 from meshpilot.config.istio.peer_authentication import MtlsMode
@@ -37,14 +36,17 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Resolution, Service
 from meshpilot.xds.generate.sds_config import agent_sds
 from meshpilot.xds.names import SDS_DEFAULT, SDS_ROOTCA
-from meshpilot.xds.protos import Filters, pack
+from meshpilot.xds.protos import Filters
+from meshpilot.xds.wire import field_number, length_delimited
 
 __all__ = [
     "ALPN_IN_MESH_H2_WITH_MXC",
     "ALPN_IN_MESH_WITH_MXC",
-    "auto_mtls_matches",
+    "MUTUAL_SDS_NAMES",
+    "add_auto_mtls_matches",
     "istio_mutual_context",
     "istio_mutual_socket",
+    "push_trust_domains",
     "service_mtls_mode",
     "uses_auto_mtls",
 ]
@@ -58,6 +60,9 @@ ISTIO_TLS_MODE = "istio"
 _MATCH_ISTIO = "tlsMode-istio"
 _MATCH_DISABLED = "tlsMode-disabled"
 _TEMPLATES = "clusters.istio_mutual"
+_TRUST_DOMAINS = "clusters.trust_domains"
+# The secrets an ISTIO_MUTUAL context refers to (istio_mutual_context).
+MUTUAL_SDS_NAMES = frozenset((SDS_DEFAULT, SDS_ROOTCA))
 
 
 def _san_matcher(name: str) -> common_pb2.SubjectAltNameMatcher:
@@ -82,60 +87,104 @@ def expand_trust_domains(sans: Sequence[str], mesh: MeshConfig) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def push_trust_domains(push: PushContext, sans: Sequence[str]) -> tuple[str, ...]:
+    """expand_trust_domains under the push's mesh config, once per identity set."""
+    memo = push.memo.setdefault(_TRUST_DOMAINS, {})
+    assert isinstance(memo, dict)
+    key = tuple(sans)
+    found: tuple[str, ...] | None = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(expand_trust_domains(key, push.mesh))
+    return found
+
+
 def istio_mutual_context(sni: str, sans: Sequence[str], http2: bool) -> tls_pb2.UpstreamTlsContext:
     """The workload certificate `default`, the mesh root `ROOTCA`, the destination's SPIFFE
     identities, Istio's SNI and ALPN, TLS 1.2 to 1.3."""
-    ctx = tls_pb2.UpstreamTlsContext(sni=sni)
+    ctx = tls_pb2.UpstreamTlsContext()
+    ctx.CopyFrom(_MUTUAL_BASE)  # the parts every such context shares
+    ctx.sni = sni
+    common = ctx.common_tls_context
+    common.combined_validation_context.default_validation_context.match_typed_subject_alt_names.extend(
+        _san_matcher(n) for n in sans
+    )
+    common.alpn_protocols.extend(ALPN_IN_MESH_H2_WITH_MXC if http2 else ALPN_IN_MESH_WITH_MXC)
+    return ctx
+
+
+def _mutual_base() -> tls_pb2.UpstreamTlsContext:
+    ctx = tls_pb2.UpstreamTlsContext()
     common = ctx.common_tls_context
     common.tls_params.tls_minimum_protocol_version = common_pb2.TlsParameters.TLSv1_2
     common.tls_params.tls_maximum_protocol_version = common_pb2.TlsParameters.TLSv1_3
     common.tls_certificate_sds_secret_configs.append(agent_sds(SDS_DEFAULT))
     combined = common.combined_validation_context
     combined.default_validation_context.SetInParent()
-    combined.default_validation_context.match_typed_subject_alt_names.extend(
-        _san_matcher(n) for n in sans
-    )
     combined.validation_context_sds_secret_config.CopyFrom(agent_sds(SDS_ROOTCA))
-    common.alpn_protocols.extend(ALPN_IN_MESH_H2_WITH_MXC if http2 else ALPN_IN_MESH_WITH_MXC)
     return ctx
+
+
+_MUTUAL_BASE = _mutual_base()
 
 
 def istio_mutual_socket(
     push: PushContext, sni: str, sans: Sequence[str], http2: bool
 ) -> base_pb2.TransportSocket:
-    """The ISTIO_MUTUAL transport socket; the context without SNI is built once per push
-    for each (identities, HTTP/2) and copied."""
+    """The ISTIO_MUTUAL transport socket."""
+    socket = base_pb2.TransportSocket(name=Filters.TLS_TRANSPORT)
+    socket.typed_config.type_url = _UPSTREAM_TLS_URL
+    socket.typed_config.value = _context_bytes(push, sans, http2) + _sni_bytes(sni)
+    return socket
+
+
+def _context_bytes(push: PushContext, sans: Sequence[str], http2: bool) -> bytes:
+    """The serialized context without SNI, built once per push for each (identities,
+    HTTP/2): SNI (field 2) is the last field set, so appending it gives the same bytes as
+    serializing the full message."""
     templates = push.memo.setdefault(_TEMPLATES, {})
     assert isinstance(templates, dict)
     key = (tuple(sans), http2)
-    template = templates.get(key)
-    if template is None:
-        template = templates[key] = istio_mutual_context("", sans, http2)
-    ctx = tls_pb2.UpstreamTlsContext()
-    ctx.CopyFrom(template)
-    ctx.sni = sni
-    return base_pb2.TransportSocket(name=Filters.TLS_TRANSPORT, typed_config=pack(ctx))
+    found: bytes | None = templates.get(key)
+    if found is None:
+        found = templates[key] = istio_mutual_context("", sans, http2).SerializeToString()
+    return found
 
 
-def _raw_buffer() -> base_pb2.TransportSocket:
-    return base_pb2.TransportSocket(
-        name=Filters.RAW_BUFFER, typed_config=pack(raw_buffer_pb2.RawBuffer())
-    )
+def _sni_bytes(sni: str) -> bytes:
+    return length_delimited(_SNI_FIELD, sni.encode()) if sni else b""
 
 
-def auto_mtls_matches(
-    mtls: base_pb2.TransportSocket,
-) -> list[cluster_pb2.Cluster.TransportSocketMatch]:
-    """mTLS to endpoints whose metadata says `tlsMode: istio`, plaintext to the rest."""
-    istio = cluster_pb2.Cluster.TransportSocketMatch(name=_MATCH_ISTIO, transport_socket=mtls)
-    istio.match.CopyFrom(
-        struct_pb2.Struct(fields={TLS_MODE_KEY: struct_pb2.Value(string_value=ISTIO_TLS_MODE)})
-    )
-    disabled = cluster_pb2.Cluster.TransportSocketMatch(
-        name=_MATCH_DISABLED, transport_socket=_raw_buffer()
-    )
+_UPSTREAM_TLS_URL = "type.googleapis.com/" + tls_pb2.UpstreamTlsContext.DESCRIPTOR.full_name
+_SNI_FIELD = field_number(tls_pb2.UpstreamTlsContext.DESCRIPTOR, "sni")
+
+
+def _matches_template() -> cluster_pb2.Cluster:
+    """Both socket matches, the mTLS one with an empty context to fill in per cluster."""
+    holder = cluster_pb2.Cluster()
+    istio = holder.transport_socket_matches.add(name=_MATCH_ISTIO)
+    istio.match.fields[TLS_MODE_KEY].string_value = ISTIO_TLS_MODE
+    istio.transport_socket.name = Filters.TLS_TRANSPORT
+    istio.transport_socket.typed_config.type_url = _UPSTREAM_TLS_URL
+    disabled = holder.transport_socket_matches.add(name=_MATCH_DISABLED)
     disabled.match.SetInParent()
-    return [istio, disabled]
+    disabled.transport_socket.name = Filters.RAW_BUFFER
+    disabled.transport_socket.typed_config.Pack(raw_buffer_pb2.RawBuffer())
+    return holder
+
+
+_MATCHES = _matches_template()
+
+
+def add_auto_mtls_matches(
+    push: PushContext, cluster: cluster_pb2.Cluster, sni: str, sans: Sequence[str], http2: bool
+) -> None:
+    """mTLS to endpoints whose metadata says `tlsMode: istio`, plaintext to the rest: the
+    two matches copied from a template, the mTLS context assembled from cached bytes."""
+    matches = cluster.transport_socket_matches
+    matches.MergeFrom(_MATCHES.transport_socket_matches)
+    matches[0].transport_socket.typed_config.value = _context_bytes(push, sans, http2) + _sni_bytes(
+        sni
+    )
 
 
 def service_mtls_mode(

@@ -29,14 +29,16 @@ from meshpilot.xds.generate.clusters.common import (
 )
 from meshpilot.xds.generate.clusters.locality import apply_locality_cluster
 from meshpilot.xds.generate.clusters.mtls import (
-    auto_mtls_matches,
-    expand_trust_domains,
+    MUTUAL_SDS_NAMES,
+    add_auto_mtls_matches,
     istio_mutual_socket,
+    push_trust_domains,
     uses_auto_mtls,
 )
 from meshpilot.xds.generate.clusters.tls import upstream_tls_socket
 from meshpilot.xds.generate.clusters.traffic_policy import apply_traffic_policy
 from meshpilot.xds.generate.endpoints import locality_endpoints
+from meshpilot.xds.generate.references import remember_references
 from meshpilot.xds.names import outbound_cluster, sni_name
 from meshpilot.xds.protos import duration, pack
 
@@ -100,9 +102,11 @@ def _build(
     cluster.metadata.CopyFrom(_metadata(push, svc, rule))
     if subset:
         cluster.metadata.filter_metadata["istio"]["subset"] = subset
-    _apply_tls(
+    sds = _apply_tls(
         push, cluster, svc, port, sni_name(port.port, subset, svc.hostname), policy, template
     )
+    if sds is not None:
+        remember_references(push, cluster, sds)
     return cluster
 
 
@@ -114,23 +118,35 @@ def _apply_tls(
     sni: str,
     policy: TrafficPolicy | None,
     template: cluster_pb2.Cluster,
-) -> None:
-    """DestinationRule TLS, else automatic mTLS (see mtls.py for the table)."""
+) -> frozenset[str] | None:
+    """DestinationRule TLS, else automatic mTLS (see mtls.py for the table). Returns the
+    SDS names the cluster then refers to, None when not known here (the DR's own TLS)."""
     tls = policy.tls if policy else None
     http2 = _is_http2(port, template)
-    accounts = expand_trust_domains(svc.service_accounts, push.mesh)
+    known = (
+        _NO_SDS
+        if not template.HasField("transport_socket") and not template.transport_socket_matches
+        else None
+    )
     if tls is not None and tls.mode == "ISTIO_MUTUAL":
-        sans = tls.subject_alt_names or accounts
+        sans = tls.subject_alt_names or push_trust_domains(push, svc.service_accounts)
         cluster.transport_socket.CopyFrom(istio_mutual_socket(push, tls.sni or sni, sans, http2))
-    elif tls is not None:
+        return MUTUAL_SDS_NAMES if known is not None else None
+    if tls is not None:
         socket = upstream_tls_socket(tls, sni, svc.service_accounts, http2)
         if socket is not None:
             cluster.transport_socket.CopyFrom(socket)
+            return None
     elif cluster.type != cluster_pb2.Cluster.ORIGINAL_DST and uses_auto_mtls(
         push, svc, policy, tls
     ):
-        mtls = istio_mutual_socket(push, sni, accounts, http2)
-        cluster.transport_socket_matches.extend(auto_mtls_matches(mtls))
+        accounts = push_trust_domains(push, svc.service_accounts)
+        add_auto_mtls_matches(push, cluster, sni, accounts, http2)
+        return MUTUAL_SDS_NAMES if known is not None else None
+    return known
+
+
+_NO_SDS: frozenset[str] = frozenset()
 
 
 def _template(

@@ -20,13 +20,12 @@ from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.generate.listeners.context import build_context
 from meshpilot.xds.generate.listeners.inbound import inbound_filter_chains
-from meshpilot.xds.generate.listeners.outbound import build_outbound_listeners
-from meshpilot.xds.generate.listeners.sidecar_egress_ports import port_egress_targets
+from meshpilot.xds.generate.listeners.outbound_cache import shared_outbound_listeners
 from meshpilot.xds.generate.listeners.sidecar_ingress import (
     ingress_chain_configs,
     ingress_listeners,
 )
-from meshpilot.xds.generate.listeners.virtual import virtual_inbound, virtual_outbound
+from meshpilot.xds.generate.listeners.virtual import virtual_inbound
 
 __all__ = ["generate_sidecar_listeners"]
 
@@ -37,10 +36,9 @@ def generate_sidecar_listeners(
     """All listeners of one sidecar; `names` (LDS is normally a wildcard subscription)
     narrows the answer when given."""
     ctx = build_context(push, proxy)
-    listeners = build_outbound_listeners(ctx, port_egress_targets(ctx))
+    listeners = shared_outbound_listeners(ctx)
     ingress = ingress_chain_configs(ctx) if ctx.scope.ingress is not None else None
     if proxy.intercept:
-        listeners.append(virtual_outbound(ctx))
         listeners.append(virtual_inbound(ctx, inbound_filter_chains(ctx, ingress)))
     # interceptionMode NONE has no inbound listeners but those a Sidecar's `ingress` binds:
     # binding the app's service ports would clash with the app.

@@ -39,6 +39,9 @@ class SidecarContext:
         return [vs for vs in self.mesh_virtual_services if vs.matches_host(hostname)]
 
 
+_MESH_VS = "lds.mesh_virtual_services"
+
+
 def _is_ipv6(address: str) -> bool:
     try:
         return ipaddress.ip_address(address).version == 6
@@ -48,12 +51,18 @@ def _is_ipv6(address: str) -> bool:
 
 def build_context(push: PushContext, proxy: Proxy) -> SidecarContext:
     scope = push.sidecar_scope(proxy)
-    # The scope's egress hosts also restrict which VirtualServices apply to this sidecar.
-    mesh_vs = tuple(
-        vs
-        for vs in push.virtual_services.for_gateway(MESH_GATEWAY, proxy.namespace)
-        if any(scope.allows_host(h, vs.namespace) for h in vs.hosts)
-    )
+    # The scope's egress hosts also restrict which VirtualServices apply to this sidecar:
+    # the same for every proxy of the namespace and scope, so found once per push.
+    memo = push.memo.setdefault(_MESH_VS, {})
+    assert isinstance(memo, dict)
+    key = (proxy.namespace, scope.namespace, scope.sidecar.key if scope.sidecar else None)
+    mesh_vs: tuple[BoundVirtualService, ...] | None = memo.get(key)
+    if mesh_vs is None:
+        mesh_vs = memo[key] = tuple(
+            vs
+            for vs in push.virtual_services.for_gateway(MESH_GATEWAY, proxy.namespace)
+            if any(scope.allows_host(h, vs.namespace) for h in vs.hosts)
+        )
     ipv6 = bool(proxy.ip_addresses) and all(_is_ipv6(ip) for ip in proxy.ip_addresses)
     return SidecarContext(
         push=push,

@@ -26,6 +26,7 @@ from meshpilot.xds.generate.listeners.inbound_tls import (
     mtls_for_port,
 )
 from meshpilot.xds.generate.security.apply import secure_inbound_chains
+from meshpilot.xds.generate.service_targets import service_targets
 from meshpilot.xds.names import (
     BLACKHOLE_CLUSTER,
     DEFAULT_ROUTE,
@@ -96,7 +97,7 @@ def inbound_chain_configs(ctx: SidecarContext) -> list[InboundChainConfig]:
     """One config per target port the workload serves, sorted by port. When two services
     target the same port, the first one found wins (Istio keeps the oldest Service)."""
     by_port: dict[int, InboundChainConfig] = {}
-    for svc, ep in ctx.push.service_targets(ctx.proxy):
+    for svc, ep in service_targets(ctx.push, ctx.proxy):
         port = svc.port(ep.service_port)
         if port is None or ep.port in by_port or port.protocol is Protocol.UDP:
             continue

@@ -41,7 +41,7 @@ from meshpilot.xds.names import (
 )
 from meshpilot.xds.protos import boolean, duration, seconds
 
-__all__ = ["OutboundTarget", "build_outbound_listeners"]
+__all__ = ["OutboundTarget", "build_outbound_listeners", "per_endpoint_addresses"]
 
 # Istio bounds slow TLS handshakes on outbound chains (PILOT_GATEWAY_TRANSPORT_SOCKET_
 # CONNECT_TIMEOUT, default 15s).
@@ -109,6 +109,21 @@ def _targets(ctx: SidecarContext) -> Iterator[OutboundTarget]:
                 yield OutboundTarget(svc, port, bind, bind_to_port)
                 continue
             yield from _endpoint_targets(ctx, svc, port)
+
+
+def per_endpoint_addresses(ctx: SidecarContext) -> frozenset[str]:
+    """Every endpoint address a headless port could get a listener on (before leaving
+    out the proxy's own IP): the part of the outbound side that depends on that IP."""
+    if not ctx.proxy.intercept:
+        return frozenset()  # bound listeners use localhost, never endpoint IPs
+    return frozenset(
+        ep.address
+        for svc in ctx.scope.services
+        if not _is_alias(svc)
+        for port in svc.ports
+        if _per_endpoint(svc, port)
+        for ep in ctx.push.endpoints(svc, port.port)
+    )
 
 
 def _is_alias(svc: Service) -> bool:

@@ -30,6 +30,7 @@ from meshpilot.xds.generate.listeners.inbound import (
     port_chains,
 )
 from meshpilot.xds.generate.security.apply import secure_inbound_chains
+from meshpilot.xds.generate.service_targets import service_targets
 from meshpilot.xds.names import inbound_cluster, listener_name
 from meshpilot.xds.protos import duration
 
@@ -72,7 +73,7 @@ def _config(ctx: SidecarContext, ingress: IstioIngressListener, bind: str) -> In
 def _hostname(ctx: SidecarContext, target_port: int) -> str:
     """The service the workload serves on that port, for the trace operation; else Istio's
     stand-in named after the Sidecar (`<sidecar>.<namespace>`)."""
-    for svc, ep in ctx.push.service_targets(ctx.proxy):
+    for svc, ep in service_targets(ctx.push, ctx.proxy):
         if ep.port == target_port:
             return svc.hostname
     sidecar = ctx.scope.sidecar
