@@ -13,6 +13,8 @@ mesh (`sidecar~<ip>~<pod>.<ns>~<ns>.svc.cluster.local`), one per service, spread
 Once every client is synced, for each change:
   endpoint: a new Pod file in the watched directory (EDS push)
   virtualservice: one VirtualService file rewritten (full push)
+  virtualservice-scoped: the same for a VirtualService exported only to its own namespace
+    (exportTo: ["."]): only the proxies of that namespace (100 of 1000) can see it
 the latency of a client is file write -> its last ACK of the resulting push; p50/p90/p99
 and max are over the clients. Baseline, same run: a bare grpc.aio server in this process
 pushes pre-serialized responses of exactly the sizes each client received to the same N
@@ -75,6 +77,8 @@ CHANNEL_OPTIONS = [
     ("grpc.max_receive_message_length", 256 * 1024 * 1024),
 ]
 VS_CHANGED = 1  # the VirtualService the benchmark edits (kept out of mesh.yaml)
+VS_SCOPED = 2  # the one edited for the scoped change, exported to its namespace only
+CHANGES = ("endpoint", "virtualservice", "virtualservice-scoped")
 
 
 # ---------------------------------------------------------------------------- clients
@@ -259,13 +263,16 @@ class Worker:
             c.recording = True
         return {"mark": self.mark}
 
-    async def collect(self, quiet: float, timeout: float) -> dict[str, Any]:
+    async def collect(self, quiet: float, timeout: float, everyone: bool = True) -> dict[str, Any]:
+        """Wait until every client (`everyone`), else at least one, got a response and then
+        nothing came for `quiet` seconds."""
         deadline = time.monotonic() + timeout
+        reached = all if everyone else any
         while time.monotonic() < deadline:
             now = time.monotonic()
-            everyone = all(c.log for c in self.clients)
+            done = reached(c.log for c in self.clients)
             last = max((c.last_recv for c in self.clients), default=0.0)
-            if everyone and now - last >= quiet:
+            if done and now - last >= quiet:
                 break
             await asyncio.sleep(0.05)
         for c in self.clients:
@@ -374,6 +381,8 @@ class BareServer:
     def fan_out(self, plan: dict[str, list[bytes]]) -> None:
         self.pending = sum(len(v) for v in plan.values())
         self.all_acked.clear()
+        if not self.pending:
+            self.all_acked.set()  # nothing to send (no client was reached)
         for node_id, responses in plan.items():
             for raw in responses:
                 self.streams[node_id].put_nowait(raw)
@@ -490,30 +499,39 @@ status: {{podIP: {ip}}}
 """
 
 
-def vs_yaml(weight: int) -> str:
-    ns = f"ns-{VS_CHANGED % MeshShape().namespaces}"
+def vs_yaml(weight: int, k: int = VS_CHANGED, export: str = "") -> str:
+    ns = f"ns-{k % MeshShape().namespaces}"
+    export_to = f"\n  exportTo: [{export}]" if export else ""
     return f"""\
 apiVersion: networking.istio.io/v1
 kind: VirtualService
-metadata: {{name: svc-{VS_CHANGED}, namespace: {ns}}}
+metadata: {{name: svc-{k}, namespace: {ns}}}
 spec:
-  hosts: [svc-{VS_CHANGED}]
+  hosts: [svc-{k}]{export_to}
   http:
   - route:
-    - destination: {{host: svc-{VS_CHANGED}, port: {{number: 8080}}, subset: v1}}
+    - destination: {{host: svc-{k}, port: {{number: 8080}}, subset: v1}}
       weight: {weight}
-    - destination: {{host: svc-{VS_CHANGED}, port: {{number: 8080}}, subset: v2}}
+    - destination: {{host: svc-{k}, port: {{number: 8080}}, subset: v2}}
       weight: {100 - weight}
 """
 
 
+def scoped_vs_yaml(weight: int) -> str:
+    return vs_yaml(weight, VS_SCOPED, '"."')
+
+
 def write_mesh(directory: Path) -> None:
-    """mesh.yaml without VirtualService svc-1, which lives in vs.yaml (the one edited)."""
+    """mesh.yaml without VirtualServices svc-1 and svc-2, which live in vs.yaml and
+    vs-scoped.yaml (the ones edited; svc-2's is exported to its own namespace only)."""
     docs = synthetic_mesh_yaml(MeshShape()).split("---\n")
-    marker = f"kind: VirtualService\nmetadata: {{name: svc-{VS_CHANGED}, "
-    docs = [d for d in docs if marker not in d]
+    markers = [
+        f"kind: VirtualService\nmetadata: {{name: svc-{k}, " for k in (VS_CHANGED, VS_SCOPED)
+    ]
+    docs = [d for d in docs if not any(m in d for m in markers)]
     (directory / "mesh.yaml").write_text("---\n".join(docs))
     (directory / "vs.yaml").write_text(vs_yaml(80))
+    (directory / "vs-scoped.yaml").write_text(scoped_vs_yaml(80))
     (directory / "pod-bench.yaml").unlink(missing_ok=True)  # left by an earlier run
 
 
@@ -575,7 +593,8 @@ async def measure_bare(
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(bare.all_acked.wait(), 600)
         server_seen = time.monotonic() - t0
-        got = await worker.call("collect", quiet=0.3, timeout=600)
+        # every ACK is in (all_acked): clients the plan leaves out never get anything
+        got = await worker.call("collect", quiet=0.3, timeout=600, everyone=False)
         stats = latency_stats(got["clients"], t0)
         stats["server_all_acked_s"] = server_seen
         return stats
@@ -585,13 +604,13 @@ async def measure_bare(
 
 
 async def change(
-    worker: WorkerProcess, discovery: Discovery, write: Any, timeout: float
+    worker: WorkerProcess, discovery: Discovery, write: Any, timeout: float, everyone: bool
 ) -> tuple[dict[str, Any], dict[str, list[tuple[str, int]]]]:
     await worker.call("mark")
     cpu0 = discovery.cpu()
     t0 = time.monotonic()
     write()
-    got = await worker.call("collect", quiet=1.5, timeout=timeout)
+    got = await worker.call("collect", quiet=1.5, timeout=timeout, everyone=everyone)
     stats = latency_stats(got["clients"], t0)
     stats["cpu_s"] = discovery.cpu() - cpu0  # up to the end of the quiet wait
     sizes = {node: [(r[0], r[1]) for r in recs] for node, recs in got["clients"].items()}
@@ -623,15 +642,20 @@ async def run_n(n: int, workdir: Path) -> dict[str, Any]:
         for name, write in [
             ("endpoint", lambda: write_atomic(mesh_dir / "pod-bench.yaml", pod)),
             ("virtualservice", lambda: write_atomic(mesh_dir / "vs.yaml", vs_yaml(70))),
+            (
+                "virtualservice-scoped",
+                lambda: write_atomic(mesh_dir / "vs-scoped.yaml", scoped_vs_yaml(70)),
+            ),
         ]:
-            stats, sizes = await change(worker, discovery, write, timeout=600)
+            scoped = name == "virtualservice-scoped"  # reaches only one namespace's proxies
+            stats, sizes = await change(worker, discovery, write, 600, everyone=not scoped)
             result[name] = stats
             result[name + "_sizes"] = sizes
         result["rss_mb"] = proc_status_mb(discovery.proc.pid, "VmRSS")
         result["peak_rss_mb"] = proc_status_mb(discovery.proc.pid, "VmHWM")
         result["cpu_total_s"] = discovery.cpu()
         await worker.call("close")
-        for name in ("endpoint", "virtualservice"):
+        for name in CHANGES:
             bare = await measure_bare(worker, result.pop(name + "_sizes"), n)
             result[name]["bare"] = bare
             if "max_s" in bare and "max_s" in result[name]:
@@ -657,9 +681,10 @@ def markdown(results: list[dict[str, Any]]) -> str:
     targets = {
         "endpoint": "p99 <= 300 ms; ratio <= 2",
         "virtualservice": "p90 <= 1.5 s; ratio <= 2",
+        "virtualservice-scoped": "(reaches 1 namespace of 10)",
     }
     for r in results:
-        for name in ("endpoint", "virtualservice"):
+        for name in CHANGES:
             s = r.get(name, {})
             bare = s.get("bare", {})
             msgs = sum(s.get("responses", {}).values())

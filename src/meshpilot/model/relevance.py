@@ -9,20 +9,40 @@ all objects of an unaffecting kind leaves that type's output byte for byte the s
 
 Types are named by Istio's short names (cds, eds, lds, rds, sds): this package imports no
 protobuf.
+
+Scope relevance (Istio's `proxyDependentOnConfig` with the SidecarScope's dependencies):
+a change of VirtualServices and DestinationRules alone reaches a sidecar only when one of
+the hosts they name (old or new version) is visible to it, and a gateway only when a
+VirtualService is bound to one of the Gateways its merged gateway holds (`sees_hosts`).
+Other kinds, and DestinationRules for gateways, are not narrowed this way yet.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
+from meshpilot.config.hosts import hosts_intersect, resolve_host
+from meshpilot.config.istio.destination_rule import DestinationRule
 from meshpilot.config.istio.virtual_service import VirtualService
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
-from meshpilot.model.proxy import ProxyType
+from meshpilot.model.indexes.virtual_services import MESH_GATEWAY, resolve_gateway_name
+from meshpilot.model.merged_gateway import select_gateways
+from meshpilot.model.proxy import Proxy, ProxyType
+from meshpilot.model.push_context import PushContext
+from meshpilot.model.visibility import visible_to
 
-__all__ = ["ALL_TYPES", "affected_types", "unaffected_kinds"]
+__all__ = [
+    "ALL_TYPES",
+    "NamedHost",
+    "affected_types",
+    "named_hosts",
+    "sees_hosts",
+    "unaffected_kinds",
+]
 
 CDS, EDS, LDS, RDS, SDS = "cds", "eds", "lds", "rds", "sds"
 ALL_TYPES = frozenset({CDS, EDS, LDS, RDS, SDS})
@@ -111,3 +131,94 @@ def _http_only(
         if spec.tcp or spec.tls:
             return False
     return True
+
+
+# Kinds whose every effect on a sidecar is through the hosts they name.
+_HOST_SCOPED = frozenset({Kind.VIRTUAL_SERVICE, Kind.DESTINATION_RULE})
+
+
+@dataclass(frozen=True, slots=True)
+class NamedHost:
+    """A host a changed object names (fully qualified), with what decides who sees it."""
+
+    kind: Kind
+    host: str
+    namespace: str  # the object's
+    export_to: tuple[str, ...]  # VirtualServices' exportTo (empty: the mesh default)
+    gateways: frozenset[str] = frozenset()  # VirtualServices': "mesh" or "namespace/name"
+
+
+def named_hosts(
+    changed: Iterable[ConfigKey],
+    before: Mapping[ConfigKey, ConfigObject[Any]],
+    after: Mapping[ConfigKey, ConfigObject[Any]],
+    domain_suffix: str,
+) -> tuple[NamedHost, ...] | None:
+    """The hosts the changed objects name in either version; None when some change is not
+    host-scoped (another kind, a delegate VirtualService without hosts, nothing changed)."""
+    out: list[NamedHost] = []
+    keys = list(changed)
+    for key in keys:
+        if key.kind not in _HOST_SCOPED:
+            return None
+        for version in (before.get(key), after.get(key)):
+            if version is None:
+                continue
+            if key.kind is Kind.VIRTUAL_SERVICE:
+                vs = cast(VirtualService, version.model).spec
+                if not vs.hosts:
+                    return None  # a delegate: reached through other VirtualServices
+                export = tuple(vs.export_to)
+                hosts = [resolve_host(h, key.namespace, domain_suffix) for h in vs.hosts]
+                gateways = frozenset(
+                    resolve_gateway_name(g, key.namespace) for g in vs.gateways
+                ) or frozenset({MESH_GATEWAY})
+            else:
+                dr = cast(DestinationRule, version.model).spec
+                export, hosts = (), [resolve_host(dr.host, key.namespace, domain_suffix)]
+                gateways = frozenset()
+            out.extend(NamedHost(key.kind, h, key.namespace, export, gateways) for h in hosts)
+    return tuple(out) if keys else None
+
+
+def sees_hosts(push: PushContext, proxy: Proxy, hosts: Iterable[NamedHost]) -> bool:
+    """Can any of `hosts` change this proxy's configuration? Sidecars: a VirtualService bound
+    to the mesh and exported to the proxy's namespace whose host its scope allows or holds; a
+    DestinationRule whose host is a service in its scope or in its own namespace (inbound
+    clusters read DestinationRules of the proxy's own services). Gateways: a VirtualService
+    exported to the proxy's namespace and bound to a Gateway selecting it; any
+    DestinationRule (not narrowed yet)."""
+    if proxy.type is not ProxyType.SIDECAR:
+        return _gateway_sees(push, proxy, hosts)
+    scope = push.proxy_scope(proxy)
+    default_export = push.virtual_services.default_export_to
+    for named in hosts:
+        if named.kind is Kind.VIRTUAL_SERVICE:
+            if MESH_GATEWAY not in named.gateways:
+                continue
+            if not visible_to(named.export_to, named.namespace, proxy.namespace, default_export):
+                continue
+            if scope.allows_host(named.host, named.namespace):
+                return True
+            services: Iterable[str] = (s.hostname for s in scope.services)
+        else:
+            services = [s.hostname for s in scope.services]
+            services += [
+                s.hostname for s in push.registry.services if s.namespace == proxy.namespace
+            ]
+        if any(hosts_intersect(named.host, h) for h in services):
+            return True
+    return False
+
+
+def _gateway_sees(push: PushContext, proxy: Proxy, hosts: Iterable[NamedHost]) -> bool:
+    selected = {f"{gw.namespace}/{gw.name}" for gw in select_gateways(push, proxy)}
+    default_export = push.virtual_services.default_export_to
+    for named in hosts:
+        if named.kind is not Kind.VIRTUAL_SERVICE:
+            return True
+        if named.gateways & selected and visible_to(
+            named.export_to, named.namespace, proxy.namespace, default_export
+        ):
+            return True
+    return False

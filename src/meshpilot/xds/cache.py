@@ -6,21 +6,28 @@ those parts by what decides them and build them once. Entries keep the protobuf 
 and, on first use, their serialized bytes, so ADS can send the same bytes to every proxy.
 
 The cache lives for one PushContext: a new push starts empty, so nothing stale survives a
-config change. (Reuse across pushes, with invalidation by dependency, belongs to the ADS
-server's push pipeline.)
+config change, except what `carry_over` proves unaffected: after a change of VirtualServices
+alone, the sidecar route configs of the ports none of their hosts' services has are the
+previous push's (a sidecar route config of port P holds the virtual hosts of the services on
+P; a VirtualService naming service hosts only changes those services' virtual hosts). The
+ADS server calls it once a new push is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from google.protobuf import message
 
+from meshpilot.config.hosts import resolve_host
+from meshpilot.config.istio.virtual_service import VirtualService
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
 from meshpilot.model.push_context import PushContext
 
-__all__ = ["CachedResources", "ResourceCache", "cache_for"]
+__all__ = ["CachedResources", "ResourceCache", "cache_for", "carry_over"]
 
 _MEMO_KEY = "xds.ResourceCache"
 
@@ -66,3 +73,62 @@ def cache_for(push: PushContext) -> ResourceCache:
         push.memo[_MEMO_KEY] = cache
     assert isinstance(cache, ResourceCache)
     return cache
+
+
+# Sidecar route configs are cached as ("rds", proxy class, route config name); on port 80
+# VirtualService hosts that are no service get virtual hosts too: never carried over.
+_ROUTES = "rds"
+_NON_SERVICE_HOSTS_PORT = 80
+
+
+def carry_over(old: PushContext, new: PushContext, changed: Collection[ConfigKey] | None) -> int:
+    """Seed `new`'s cache with the entries of `old`'s that `changed` cannot affect; returns
+    how many. Only sidecar route configs after a VirtualService-only change, for now."""
+    ports = _touched_route_ports(old, new, changed)
+    if ports is None:
+        return 0
+    source, target = cache_for(old), cache_for(new)
+    carried = 0
+    for key, entry in source.entries.items():
+        if not (isinstance(key, tuple) and len(key) == 3 and key[0] == _ROUTES):
+            continue
+        port = _route_port(key[2])
+        if port is not None and port not in ports and key not in target.entries:
+            target.entries[key] = entry
+            carried += 1
+    return carried
+
+
+def _touched_route_ports(
+    old: PushContext, new: PushContext, changed: Collection[ConfigKey] | None
+) -> set[int] | None:
+    """The ports whose route configs the change can alter; None: any (do not carry)."""
+    if not changed or old.mesh != new.mesh or old.registry.services != new.registry.services:
+        return None
+    by_host: dict[str, list[int]] = {}
+    for svc in new.registry.services:
+        by_host.setdefault(svc.hostname, []).extend(p.port for p in svc.ports)
+    ports = {_NON_SERVICE_HOSTS_PORT}
+    for key in changed:
+        if key.kind is not Kind.VIRTUAL_SERVICE:
+            return None
+        for version in (old.by_key.get(key), new.by_key.get(key)):
+            if version is None:
+                continue
+            hosts = cast(VirtualService, version.model).spec.hosts
+            if not hosts:
+                return None  # a delegate: its routes land under other hosts
+            for host in hosts:
+                fqdn = resolve_host(host, key.namespace, new.domain_suffix)
+                if fqdn.startswith("*") or fqdn not in by_host:
+                    return None  # wildcards and non-service hosts: not worth the risk
+                ports.update(by_host[fqdn])
+    return ports
+
+
+def _route_port(name: object) -> int | None:
+    """`<port>` or `<host>:<port>` (sidecar route config names)."""
+    if not isinstance(name, str):
+        return None
+    port = name.rpartition(":")[2]
+    return int(port) if port.isdigit() else None

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field, replace
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
-from meshpilot.model.proxy import Proxy
+from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
-from meshpilot.model.relevance import affected_types
+from meshpilot.model.relevance import affected_types, named_hosts, sees_hosts
 from meshpilot.registry.model import Endpoint, Resolution
 from meshpilot.xds.generate import PUSH_ORDER
 from meshpilot.xds.protos import TypeUrl
@@ -124,6 +124,8 @@ def push_plan(
 
 def _affected(previous: PushContext, req: PushRequest, proxy: Proxy) -> frozenset[str]:
     assert req.push is not None
+    if not _in_scope(previous, req, proxy):
+        return frozenset()
     memo = req.push.memo.setdefault("relevance.affected", {})
     assert isinstance(memo, dict)
     key = (proxy.type, previous.version, req.configs_updated)
@@ -134,6 +136,29 @@ def _affected(previous: PushContext, req: PushRequest, proxy: Proxy) -> frozense
         )
     assert isinstance(found, frozenset)
     return found
+
+
+def _in_scope(previous: PushContext, req: PushRequest, proxy: Proxy) -> bool:
+    """Does the change name a host this proxy can see (model/relevance.py `sees_hosts`)?
+    Memoised per proxy class (and labels, for gateways): they see the same hosts."""
+    assert req.push is not None
+    memo = req.push.memo.setdefault("relevance.scope", {})
+    assert isinstance(memo, dict)
+    hosts_key = ("hosts", previous.version, req.configs_updated)
+    if hosts_key not in memo:
+        memo[hosts_key] = named_hosts(
+            req.configs_updated, previous.by_key, req.push.by_key, req.push.domain_suffix
+        )
+    hosts = memo[hosts_key]
+    if hosts is None:
+        return True
+    # Gateways are selected by labels, which the proxy class leaves out.
+    labels = tuple(sorted(proxy.labels.items())) if proxy.type is not ProxyType.SIDECAR else ()
+    key = (req.push.proxy_class(proxy), proxy.namespace, labels, hosts_key)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = sees_hosts(req.push, proxy, hosts)
+    return bool(found)
 
 
 def _eds_subset(push: PushContext, names: frozenset[str], hosts: frozenset[str]) -> frozenset[str]:

@@ -37,6 +37,7 @@ from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.settings import Settings
 from meshpilot.store.base import ChangeEvent, ConfigStore, StoreSnapshot
+from meshpilot.xds.cache import carry_over
 from meshpilot.xds.connection import Connection, PushEvent
 from meshpilot.xds.debounce import Debouncer
 from meshpilot.xds.delta import on_delta_request, push_delta_responses
@@ -150,6 +151,8 @@ class DiscoveryServer:
             changed,
         )
         self._built_from = snapshot
+        if prev is not None:
+            carry_over(prev, push, changed)  # route configs the change cannot alter
         self.metrics.push_context_init.observe(time.perf_counter() - started)
         old, self._push_context = self._push_context, push
         req = classify_endpoint_push(req, old, push) if old else replace(req, push=push, full=True)

@@ -1,0 +1,72 @@
+"""Scope relevance and route carry-over checked against the generators on every golden case:
+removing one VirtualService or DestinationRule either leaves a proxy's whole configuration
+byte for byte the same, or `sees_hosts` says the proxy sees it; and route configs carried
+over from the previous push equal a cold build of the new one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from meshpilot.config.kinds import Kind
+from meshpilot.config.loader import load_paths
+from meshpilot.config.objects import ConfigObject
+from meshpilot.model.push_context import build_push_context
+from meshpilot.model.relevance import named_hosts, sees_hosts
+from meshpilot.xds.cache import carry_over
+from meshpilot.xds.generate import generate_proxy_config
+from meshpilot.xds.protos import TypeUrl
+from meshpilot.xds.references import rds_names
+from meshpilot.xds.resources import generate_resources
+from tests.conftest import proxy_for
+from tests.unit.golden.cases import GoldenCase, load_cases
+
+CASES = load_cases()
+_SCOPED = (Kind.VIRTUAL_SERVICE, Kind.DESTINATION_RULE)
+
+
+def _dump(objects: list[ConfigObject[Any]], case: GoldenCase) -> dict[str, Any]:
+    mesh = load_paths(case.inputs).mesh
+    push = build_push_context(objects, mesh)
+    return generate_proxy_config(push, proxy_for(push, case.proxy, case.proxy_type)).to_dict()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_unseen_hosts_leave_the_proxy_unchanged(case: GoldenCase) -> None:
+    loaded = load_paths(case.inputs)
+    objects = list(loaded.objects)
+    push = build_push_context(objects, loaded.mesh)
+    proxy = proxy_for(push, case.proxy, case.proxy_type)
+    baseline = _dump(objects, case)
+    for obj in (o for o in objects if o.key.kind in _SCOPED):
+        kept = [o for o in objects if o.key != obj.key]
+        after = build_push_context(kept, loaded.mesh)
+        hosts = named_hosts([obj.key], push.by_key, after.by_key, push.domain_suffix)
+        if hosts is None or sees_hosts(after, proxy, hosts):
+            continue
+        assert _dump(kept, case) == baseline, f"{obj.key} changed {case.proxy} unseen"
+
+
+def _routes(push: Any, proxy: Any, names: set[str]) -> dict[str, bytes]:
+    return {r.name: r.body for r in generate_resources(push, proxy, TypeUrl.ROUTE, names)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_carried_route_configs_equal_a_cold_build(case: GoldenCase) -> None:
+    loaded = load_paths(case.inputs)
+    objects = list(loaded.objects)
+    if case.proxy_type is not case.proxy_type.SIDECAR:
+        pytest.skip("only sidecar route configs carry over")
+    for obj in (o for o in objects if o.key.kind is Kind.VIRTUAL_SERVICE):
+        before = build_push_context(objects, loaded.mesh, 1)
+        proxy = proxy_for(before, case.proxy, case.proxy_type)
+        names = rds_names(generate_proxy_config(before, proxy).listeners)
+        _routes(before, proxy, names)  # fills the cache
+        kept = [o for o in objects if o.key != obj.key]
+        after = build_push_context(kept, loaded.mesh, 2, None, before, {obj.key})
+        carry_over(before, after, {obj.key})
+        cold = build_push_context(kept, loaded.mesh, 3)
+        warm_proxy = proxy_for(after, case.proxy, case.proxy_type)
+        cold_proxy = proxy_for(cold, case.proxy, case.proxy_type)
+        assert _routes(after, warm_proxy, names) == _routes(cold, cold_proxy, names), obj.key
