@@ -226,7 +226,10 @@ def test_jwt_keys_fetched_by_envoy_from_a_jwks_server(mesh: DemoMesh, tmp_path: 
     apply()
     try:
         wait_for(lambda: _status(mesh, "client-locked") == 403, "requestPrincipals in force")
-        assert _status(mesh, "client", bearer + issuer.token("alice")) == 200
+        # The policy can be in force a moment before the IdP's cluster is warm: Envoy fetches
+        # the keys on a request, and a fetch that fails answers 401 until one succeeds.
+        token = bearer + issuer.token("alice")
+        wait_for(lambda: _status(mesh, "client", token) == 200, "keys fetched from the IdP")
         fetched = server.fetches()
         assert fetched and all(line.startswith(f"{mesh.ip('ratings-v1')} ") for line in fetched)
         # ";" : Envoy's stat scope for the cluster's transport socket (no TLS to the IdP)
