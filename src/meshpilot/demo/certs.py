@@ -1,5 +1,5 @@
 """The ingress gateway's certificate: a CA made for this run and a server certificate it
-signs for the demo's host name.
+signs for the demo's host name (built with the CA's own certificate code, security/certs).
 
 Only the CA certificate and the server certificate are written out as files (0644, for
 clients' `--cacert`); the server key goes only into the TLS Secret the control plane serves
@@ -11,18 +11,23 @@ from __future__ import annotations
 
 import base64
 import datetime
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from meshpilot.security import files
+from meshpilot.security.certs import (
+    Signer,
+    ca_certificate,
+    cert_pem,
+    key_pem,
+    new_key,
+    serving_certificate,
+)
 
 __all__ = ["GatewayCertificate", "make_gateway_certificate", "write_private", "write_public"]
 
 VALIDITY = datetime.timedelta(days=1)
+ORGANIZATION = "meshpilot demo"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,81 +45,20 @@ class GatewayCertificate:
         }
 
 
-def _name(common_name: str) -> x509.Name:
-    return x509.Name(
-        [
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "meshpilot demo"),
-            x509.NameAttribute(NameOID.COMMON_NAME, common_name),
-        ]
-    )
-
-
 def make_gateway_certificate(host: str) -> GatewayCertificate:
-    now = datetime.datetime.now(datetime.UTC)
-    start, end = now - datetime.timedelta(minutes=5), now + VALIDITY
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = _name("meshpilot demo CA")
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
-        .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
-        .sign(ca_key, hashes.SHA256())
+    ca_key = new_key()
+    ca = ca_certificate(
+        ca_key, common_name="meshpilot demo CA", organization=ORGANIZATION, lifetime=VALIDITY
     )
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name(host))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(end)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), False
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    key_pem = key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return GatewayCertificate(host, ca.public_bytes(pem), cert.public_bytes(pem), key_pem)
+    key = new_key()
+    cert = serving_certificate(Signer(ca, ca_key), key, [host], lifetime=VALIDITY)
+    return GatewayCertificate(host, cert_pem(ca), cert_pem(cert), key_pem(key))
 
 
 def write_private(path: Path, data: str | bytes) -> None:
-    """Create `path` 0600 before any byte is written (never world-readable, not even
-    briefly); replaces an existing file."""
-    raw = data.encode() if isinstance(data, str) else data
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(raw)
+    """Created 0600 before any byte is written; replaces an existing file."""
+    files.write_private(path, data.encode() if isinstance(data, str) else data)
 
 
 def write_public(path: Path, data: str | bytes) -> None:
-    raw = data.encode() if isinstance(data, str) else data
-    path.write_bytes(raw)
-    path.chmod(0o644)
+    files.write_public(path, data.encode() if isinstance(data, str) else data)
