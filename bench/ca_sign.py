@@ -1,6 +1,7 @@
 """B7 (CA issuance): CSRs signed through the CA endpoint vs bare in-process signing, one run.
 
-    python bench/ca_sign.py [--csrs 4000] [--concurrency 64] [--clients 1] [--json FILE]
+    python bench/ca_sign.py [--csrs 4000] [--concurrency 64] [--clients 1] [--kinds ecdsa,rsa]
+                            [--json FILE]
 
 Through the endpoint: `meshpilot discovery --ca-dir` runs as its own process (the real
 command, TLS on its secure port); client processes send IstioCertificateService/
@@ -9,11 +10,15 @@ CreateCertificate with `authorization: Bearer <token>` (one token per simulated 
 Bare: the same CSRs signed in this process with `cryptography` alone (parse, check the
 signature, build the same X.509 SVID, sign), no gRPC, no TLS, no token.
 
-Keys and CSRs (ECDSA P-256) are made before the clock starts. Reports certs/s for both, the
-ratio (target >= 0.5) and the endpoint's p50/p99 latency; target >= 500 certs/s. On a shared
-box wall clock drifts, so CPU time per certificate is reported too (the control plane
-process, all its threads, vs this process for bare), and gRPC's own floor: the same calls to
-an echo handler over the same TLS (what any Python gRPC CA pays before signing anything).
+Keys and CSRs (ECDSA P-256, and RSA 2048 from a pool of 32 keys: RSA key generation would
+dominate the setup) are made before the clock starts; the CA's own key is ECDSA P-256 for
+both. Per CSR kind: certs/s through the endpoint and bare, the ratio (target >= 0.5), the
+endpoint's p50/p90/p99 latency with --concurrency calls in flight and with one call at a
+time (what a single proxy waits); target >= 500 certs/s. On a shared box wall clock drifts,
+so CPU time per certificate is reported too (the control plane process, all its threads,
+user and system, vs this process for bare), and gRPC's own floor: the same calls to an echo
+handler over the same TLS (what any Python gRPC CA pays before signing anything). The load
+average is recorded before and after: the box is shared.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import grpc
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from meshpilot.security.ca import CertificateAuthority
@@ -63,17 +69,23 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _make_csrs(count: int) -> list[tuple[str, str, str]]:
-    """(namespace, service account, CSR PEM) for `count` simulated pods."""
+RSA_POOL = 32  # distinct RSA 2048 keys: generating 4000 would take minutes
+
+
+def _make_csrs(count: int, kind: str = "ecdsa") -> list[tuple[str, str, str]]:
+    """(namespace, service account, CSR PEM) for `count` simulated pods; kind: ecdsa
+    (P-256, one key per pod) or rsa (2048 bits, keys reused round-robin)."""
+    pool = [rsa.generate_private_key(65537, 2048) for _ in range(RSA_POOL)] if kind == "rsa" else []
     out = []
     for i in range(count):
         ns, sa = f"ns-{i % 50}", f"sa-{i % 200}"
         name = x509.UniformResourceIdentifier(f"spiffe://{TD}/ns/{ns}/sa/{sa}")
+        key = pool[i % len(pool)] if pool else new_key()
         csr = (
             x509.CertificateSigningRequestBuilder()
             .subject_name(x509.Name([]))
             .add_extension(x509.SubjectAlternativeName([name]), critical=True)
-            .sign(new_key(), hashes.SHA256())
+            .sign(key, hashes.SHA256())
         )
         out.append((ns, sa, csr.public_bytes(serialization.Encoding.PEM).decode()))
     return out
@@ -182,8 +194,13 @@ def _client_process(
 @dataclass(frozen=True)
 class Endpoint:
     certs_per_s: float
-    server_cpu_per_cert: float  # seconds of the control plane's CPU per certificate
+    server_user_per_cert: float  # seconds of the server process's CPU per certificate
+    server_sys_per_cert: float
     latencies: list[float]
+
+    @property
+    def server_cpu_per_cert(self) -> float:
+        return self.server_user_per_cert + self.server_sys_per_cert
 
 
 def _endpoint(
@@ -202,27 +219,6 @@ def _endpoint(
     return _drive(argv, port, root, work, concurrency, clients, CREATE_CERTIFICATE)
 
 
-_ECHO_SERVER = """
-import asyncio, sys, grpc
-from meshpilot.security.ca_api import IstioCertificateRequest, IstioCertificateResponse
-port, key, chain, answer = sys.argv[1], *(open(p, "rb").read() for p in sys.argv[2:5])
-response = IstioCertificateResponse(cert_chain=[answer.decode(), chain.decode()])
-async def create(request, context):
-    return response
-async def main():
-    server = grpc.aio.server()
-    handler = grpc.unary_unary_rpc_method_handler(create,
-        request_deserializer=IstioCertificateRequest.FromString,
-        response_serializer=IstioCertificateResponse.SerializeToString)
-    server.add_generic_rpc_handlers(
-        [grpc.method_handlers_generic_handler("bench.Echo", {"Create": handler})])
-    server.add_secure_port("127.0.0.1:" + port, grpc.ssl_server_credentials([(key, chain)]))
-    await server.start()
-    await server.wait_for_termination()
-asyncio.run(main())
-"""
-
-
 def _echo(
     ca: CertificateAuthority, csrs: list[tuple[str, str, str]], concurrency: int, clients: int
 ) -> Endpoint:
@@ -237,8 +233,7 @@ def _echo(
     port = _free_port()
     argv = [
         sys.executable,
-        "-c",
-        _ECHO_SERVER,
+        str(Path(__file__).with_name("ca_echo_server.py")),
         str(port),
         *(str(tmp / n) for n in ("key", "chain", "leaf")),
     ]
@@ -280,15 +275,18 @@ def _drive(
         for ready in readies:
             ready.wait()
         time.sleep(0.2)
-        cpu_before = _cpu_seconds(server.pid)
+        user, system = _cpu_seconds(server.pid)
         start = time.perf_counter()
         go.set()
         latencies = [lat for _ in procs for lat in out.get()]
         elapsed = time.perf_counter() - start
-        server_cpu = _cpu_seconds(server.pid) - cpu_before
+        user_after, system_after = _cpu_seconds(server.pid)
         for proc in procs:
             proc.join()
-        return Endpoint(len(work) / elapsed, server_cpu / len(work), latencies)
+        n = len(work)
+        return Endpoint(
+            n / elapsed, (user_after - user) / n, (system_after - system) / n, latencies
+        )
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -298,10 +296,11 @@ def _drive(
             server.wait()
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process, every thread (grpc's own included)."""
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU time of a process, every thread (grpc's own included)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 def _wait_port(port: int, timeout: float = 30) -> None:
@@ -314,46 +313,80 @@ def _wait_port(port: int, timeout: float = 30) -> None:
     raise SystemExit(f"the control plane did not open port {port}")
 
 
+def _us(seconds: float) -> int:
+    return round(seconds * 1e6)
+
+
+def _percentiles(latencies: list[float]) -> dict[str, float]:
+    ordered = sorted(latencies)
+    at = {q: ordered[max(0, int(len(ordered) * q / 100) - 1)] for q in (90, 99)}
+    return {
+        "p50_ms": round(statistics.median(ordered) * 1e3, 2),
+        "p90_ms": round(at[90] * 1e3, 2),
+        "p99_ms": round(at[99] * 1e3, 2),
+    }
+
+
+def _kind(
+    ca: CertificateAuthority, ca_dir: Path, kind: str, opts: argparse.Namespace
+) -> dict[str, Any]:
+    """One CSR kind: bare before and after the endpoint run (the better one counts: the box
+    is shared), our sign() in process, the endpoint loaded, then one call at a time."""
+    csrs = _make_csrs(opts.csrs, kind)
+    _bare(ca.material.signer, csrs[: min(200, len(csrs))])  # warm-up
+    before = _bare(ca.material.signer, csrs)
+    ours = _ours(ca, csrs)
+    endpoint = _endpoint(ca_dir, csrs, opts.concurrency, opts.clients)
+    single = _endpoint(ca_dir, csrs[: opts.single], 1, 1)
+    after = _bare(ca.material.signer, csrs)
+    bare = max(before, after, key=lambda r: r.per_s)
+    bare_cpu = min(before.cpu_per_cert, after.cpu_per_cert)
+    return {
+        "bare_certs_per_s": round(bare.per_s),
+        "endpoint_certs_per_s": round(endpoint.certs_per_s),
+        "ratio": round(endpoint.certs_per_s / bare.per_s, 3),
+        "bare_cpu_us_per_cert": _us(bare_cpu),
+        "ca_sign_in_process_cpu_us_per_cert": _us(ours.cpu_per_cert),
+        "endpoint_server_cpu_us_per_cert": _us(endpoint.server_cpu_per_cert),
+        "endpoint_server_user_us_per_cert": _us(endpoint.server_user_per_cert),
+        "endpoint_server_sys_us_per_cert": _us(endpoint.server_sys_per_cert),
+        "cpu_ratio": round(bare_cpu / endpoint.server_cpu_per_cert, 3),
+        "loaded": _percentiles(endpoint.latencies),
+        "one_at_a_time": _percentiles(single.latencies),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--csrs", type=int, default=4000)
     parser.add_argument("--concurrency", type=int, default=64, help="calls in flight per client")
     parser.add_argument("--clients", type=int, default=1, help="client processes")
+    parser.add_argument("--single", type=int, default=300, help="calls for one-at-a-time latency")
+    parser.add_argument("--kinds", default="ecdsa,rsa", help="CSR key kinds: ecdsa, rsa")
     parser.add_argument("--json", type=Path)
     opts = parser.parse_args()
-    csrs = _make_csrs(opts.csrs)
-    with tempfile.TemporaryDirectory(prefix="meshpilot-bench-ca-") as tmp:
-        ca_dir = Path(tmp) / "ca"
-        ca = CertificateAuthority.open(ca_dir)
-        warm = csrs[: min(200, len(csrs))]
-        _bare(ca.material.signer, warm)
-        before = _bare(ca.material.signer, csrs)
-        ours = _ours(ca, csrs)
-        endpoint = _endpoint(ca_dir, csrs, opts.concurrency, opts.clients)
-        echo = _echo(ca, csrs, opts.concurrency, opts.clients)
-        after = _bare(ca.material.signer, csrs)
-    # The better of the two bare runs (around the endpoint run): the box is shared.
-    bare = max(before, after, key=lambda r: r.per_s)
-    bare_cpu = min(before.cpu_per_cert, after.cpu_per_cert)
-    latencies = sorted(endpoint.latencies)
-    result = {
+    result: dict[str, Any] = {
         "csrs": opts.csrs,
         "concurrency": opts.concurrency,
         "clients": opts.clients,
-        "bare_certs_per_s": round(bare.per_s),
-        "ca_sign_in_process_cpu_us_per_cert": round(ours.cpu_per_cert * 1e6),
-        "endpoint_certs_per_s": round(endpoint.certs_per_s),
-        "ratio": round(endpoint.certs_per_s / bare.per_s, 3),
-        "bare_cpu_us_per_cert": round(bare_cpu * 1e6),
-        "endpoint_server_cpu_us_per_cert": round(endpoint.server_cpu_per_cert * 1e6),
-        "cpu_ratio": round(bare_cpu / endpoint.server_cpu_per_cert, 3),
-        "grpc_echo_calls_per_s": round(echo.certs_per_s),
-        "grpc_echo_server_cpu_us_per_call": round(echo.server_cpu_per_cert * 1e6),
-        "p50_ms": round(statistics.median(latencies) * 1e3, 2),
-        "p99_ms": round(latencies[int(len(latencies) * 0.99) - 1] * 1e3, 2),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
+        "load_average_before": [round(x, 2) for x in os.getloadavg()],
     }
+    names = {"ecdsa": "ecdsa_p256", "rsa": "rsa_2048"}
+    with tempfile.TemporaryDirectory(prefix="meshpilot-bench-ca-") as tmp:
+        ca_dir = Path(tmp) / "ca"
+        ca = CertificateAuthority.open(ca_dir)
+        for kind in opts.kinds.split(","):
+            result[names[kind]] = _kind(ca, ca_dir, kind, opts)
+        echo = _echo(ca, _make_csrs(opts.csrs), opts.concurrency, opts.clients)
+    result["grpc_echo"] = {
+        "calls_per_s": round(echo.certs_per_s),
+        "server_cpu_us_per_call": _us(echo.server_cpu_per_cert),
+        "server_user_us_per_call": _us(echo.server_user_per_cert),
+        "server_sys_us_per_call": _us(echo.server_sys_per_cert),
+    }
+    result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["cpus"] = os.cpu_count()
+    result["python"] = platform.python_version()
     print(json.dumps(result, indent=2))
     if opts.json:
         opts.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -2,6 +2,7 @@
 
 identity.py       SpiffeId: spiffe://<trust-domain>/ns/<ns>/sa/<sa>
 certs.py          keys, root/intermediate/leaf certificates, PEM
+leaf_template.py  workload leaves from DER pieces proven equal to the builder's (hot path)
 ca_material.py    the CA dir (generated root, persisted 0600) or a plugged-in cacerts CA
 ca.py             CertificateAuthority.sign(csr, identity, ttl): X.509 SVIDs
 tokens.py         bootstrap tokens (HMAC-SHA256 JWTs) proving a pod's identity

@@ -25,6 +25,7 @@ from meshpilot.security.ca_material import ROOT_CERT, CaMaterial, load_cacerts, 
 from meshpilot.security.certs import LeafIssuer, cert_pem, key_pem, new_key, serving_certificate
 from meshpilot.security.files import ensure_private_dir, write_public
 from meshpilot.security.identity import SpiffeId
+from meshpilot.security.leaf_template import pem_from_der
 
 __all__ = [
     "DEFAULT_TTL",
@@ -54,8 +55,13 @@ class CsrIdentityError(CsrError):
 
 @dataclass(frozen=True, slots=True)
 class Issued:
-    leaf: x509.Certificate
+    leaf_der: bytes
     chain_pem: tuple[str, ...]  # leaf first, root last: Istio's cert_chain order
+
+    @property
+    def leaf(self) -> x509.Certificate:
+        """Parsed on demand: the CA's hot path answers with the PEM chain alone."""
+        return x509.load_der_x509_certificate(self.leaf_der)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,7 @@ class CertificateAuthority:
         self._chain_tail = tuple(cert_pem(c).decode() for c in material.chain[1:])
         self._signing_pem = cert_pem(material.signer.cert).decode()
         self._leaves = LeafIssuer(material.signer)
+        self._leaves.prepare()
 
     @classmethod
     def open(
@@ -116,9 +123,9 @@ class CertificateAuthority:
         sans = requested or x509.SubjectAlternativeName(
             [x509.UniformResourceIdentifier(identity.uri)]
         )
-        leaf = self._leaves.issue(public_key, sans, lifetime)
-        chain = (cert_pem(leaf).decode(), self._signing_pem, *self._chain_tail)
-        return Issued(leaf, chain)
+        der = self._leaves.issue_der(public_key, sans, lifetime)
+        chain = (pem_from_der(der), self._signing_pem, *self._chain_tail)
+        return Issued(der, chain)
 
     def serving_credentials(
         self, dns_names: Sequence[str], ips: Sequence[str] = ()

@@ -7,6 +7,7 @@ private PKI: critical BasicConstraints, KeyUsage, subject and authority key iden
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -14,7 +15,9 @@ from dataclasses import dataclass
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID, NameOID
+
+from meshpilot.security.leaf_template import LeafTemplate
 
 __all__ = [
     "ORGANIZATION",
@@ -165,6 +168,7 @@ _LEAF_USAGE = x509.KeyUsage(
     encipher_only=False,
     decipher_only=False,
 )
+_LEAF_CONSTRAINTS = x509.BasicConstraints(ca=False, path_length=None)
 _LEAF_EKU = x509.ExtendedKeyUsage(
     [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
 )
@@ -173,23 +177,37 @@ _LEAF_EKU = x509.ExtendedKeyUsage(
 class LeafIssuer:
     """Issues end-entity certificates for both TLS sides (workloads are client and server).
     What every leaf shares (issuer, usages, authority key id, a workload's empty subject)
-    is built once: signing is on the CA's hot path when a whole mesh starts."""
+    is built once: signing is on the CA's hot path when a whole mesh starts. Workload
+    leaves come from a DER template proven identical to the builder's output before its
+    first use (leaf_template.py); certificates with a subject, or any issuer key the
+    template cannot reproduce, go through cryptography's builder."""
 
     def __init__(self, issuer: Signer) -> None:
         self.issuer = issuer
-        self._template = (
-            x509.CertificateBuilder()
-            .issuer_name(issuer.cert.subject)
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(_LEAF_USAGE, critical=True)
-            .add_extension(_LEAF_EKU, critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.key.public_key()),
-                critical=False,
-            )
-        )
+        aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer.key.public_key())
+        extensions = [
+            x509.Extension(ExtensionOID.BASIC_CONSTRAINTS, True, _LEAF_CONSTRAINTS),
+            x509.Extension(ExtensionOID.KEY_USAGE, True, _LEAF_USAGE),
+            x509.Extension(ExtensionOID.EXTENDED_KEY_USAGE, False, _LEAF_EKU),
+            x509.Extension(ExtensionOID.AUTHORITY_KEY_IDENTIFIER, False, aki),
+        ]
+        template = x509.CertificateBuilder().issuer_name(issuer.cert.subject)
+        for ext in extensions:
+            template = template.add_extension(ext.value, critical=ext.critical)
+        self._template = template
         self._workload_template = self._template.subject_name(_EMPTY_NAME)
         self._not_after_cap = issuer.cert.not_valid_after_utc
+        self._extensions = extensions
+
+    @functools.cached_property
+    def _der(self) -> LeafTemplate | None:
+        # On first use: issuers of serving certificates alone never pay for the proof.
+        cert, key = self.issuer.cert, self.issuer.key
+        return LeafTemplate.build(cert, key, self._extensions, self._build)
+
+    def prepare(self) -> bool:
+        """Prove the workload template now (not on the first CSR); True if it is used."""
+        return self._der is not None
 
     def issue(
         self,
@@ -198,15 +216,42 @@ class LeafIssuer:
         lifetime: dt.timedelta,
         subject: x509.Name | None = None,
     ) -> x509.Certificate:
-        now = utcnow()
-        builder = self._template.subject_name(subject) if subject else self._workload_template
+        return x509.load_der_x509_certificate(self.issue_der(public_key, sans, lifetime, subject))
+
+    def issue_der(
+        self,
+        public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey,
+        sans: Sequence[x509.GeneralName] | x509.SubjectAlternativeName,
+        lifetime: dt.timedelta,
+        subject: x509.Name | None = None,
+    ) -> bytes:
+        """The certificate, DER (what the CA's hot path encodes to PEM)."""
+        now = utcnow().replace(microsecond=0)  # X.509 times have whole seconds
         if not isinstance(sans, x509.SubjectAlternativeName):
             sans = x509.SubjectAlternativeName(list(sans))
+        serial = x509.random_serial_number()
+        not_before = now - BACKDATE
+        not_after = min(now + lifetime, self._not_after_cap)
+        if subject is None and self._der is not None:
+            return self._der.sign(public_key, sans, serial, not_before, not_after)
+        cert = self._build(public_key, sans, serial, not_before, not_after, subject)
+        return cert.public_bytes(serialization.Encoding.DER)
+
+    def _build(
+        self,
+        public_key: ec.EllipticCurvePublicKey | rsa.RSAPublicKey,
+        sans: x509.SubjectAlternativeName,
+        serial: int,
+        not_before: dt.datetime,
+        not_after: dt.datetime,
+        subject: x509.Name | None = None,
+    ) -> x509.Certificate:
+        builder = self._template.subject_name(subject) if subject else self._workload_template
         builder = (
             builder.public_key(public_key)
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - BACKDATE)
-            .not_valid_after(min(now + lifetime, self._not_after_cap))
+            .serial_number(serial)
+            .not_valid_before(not_before)
+            .not_valid_after(not_after)
             # RFC 5280: with an empty subject, the SAN extension must be critical.
             .add_extension(sans, critical=not subject)
         )

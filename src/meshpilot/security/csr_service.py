@@ -118,13 +118,14 @@ class CsrService:
             await _refuse(context, grpc.StatusCode.INTERNAL, "the CA failed to sign the CSR")
         self.metrics.issued.inc()
         if log.isEnabledFor(logging.DEBUG):
+            leaf = issued.leaf
             log.debug(
                 "CA: issued %s (serial %x, expires %s) to %s",
-                issued.leaf.extensions.get_extension_for_class(
+                leaf.extensions.get_extension_for_class(
                     x509.SubjectAlternativeName
                 ).value.get_values_for_type(x509.UniformResourceIdentifier),
-                issued.leaf.serial_number,
-                issued.leaf.not_valid_after_utc.isoformat(),
+                leaf.serial_number,
+                leaf.not_valid_after_utc.isoformat(),
                 caller.credential,
             )
         return IstioCertificateResponse(cert_chain=issued.chain_pem)
