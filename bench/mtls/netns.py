@@ -4,7 +4,8 @@ The server pod captures inbound traffic the way istio-iptables does for one port
 APP_PORT arriving from outside is redirected to the sidecar's 15006 (`virtualInbound`), whose
 `original_dst` filter recovers the port the client dialled. The sidecar's own connection to
 the app (source 127.0.0.6, locally generated) takes the OUTPUT path and is not redirected.
-DIRECT_PORT on the same app is not captured: it is the "no sidecar" path. Only root can do
+DIRECT_PORT on the same app is not captured: it is the "no sidecar" path; REDIRECT_PORT is
+REDIRECTed straight to DIRECT_PORT (the capture rule with no Envoy behind it). Only root can do
 this; everything is deleted by `close()` (deleting a namespace deletes its veth end).
 """
 
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 APP_PORT = 8080  # the server's targetPort, captured to 15006
 DIRECT_PORT = 8081  # the same app, not captured
+REDIRECT_PORT = 8083  # REDIRECTed to DIRECT_PORT: the cost of the capture rule alone
 INBOUND_CAPTURE = 15006
 SUBNET = "10.253.15"
 
@@ -31,10 +33,14 @@ def _run(*argv: str) -> None:
 class PodNet:
     netns: str
     ip: str
+    rt_priority: int | None = None  # SCHED_FIFO for everything run in the pod (--rt)
 
     def argv(self, argv: Sequence[str], cpus: str | None) -> list[str]:
-        """`argv` run inside this namespace, pinned to `cpus` (taskset list) when given.
-        `ip netns exec` and `taskset` exec in turn: the child's pid is the program's."""
+        """`argv` run inside this namespace, pinned to `cpus` (taskset list) when given, in
+        SCHED_FIFO when the pod has an RT priority. `ip netns exec`, `taskset` and `chrt`
+        exec in turn: the child's pid is the program's."""
+        if self.rt_priority is not None:
+            argv = ["chrt", "-f", str(self.rt_priority), *argv]
         pinned = ["taskset", "-c", cpus, *argv] if cpus else list(argv)
         return ["ip", "netns", "exec", self.netns, *pinned]
 
@@ -42,10 +48,10 @@ class PodNet:
 class PodPair:
     """`client` and `server` namespaces; use as a context manager."""
 
-    def __init__(self, tag: str | None = None) -> None:
+    def __init__(self, tag: str | None = None, rt_priority: int | None = None) -> None:
         tag = tag or f"b6{os.getpid() % 100000}"
-        self.client = PodNet(f"{tag}-client", f"{SUBNET}.2")
-        self.server = PodNet(f"{tag}-server", f"{SUBNET}.1")
+        self.client = PodNet(f"{tag}-client", f"{SUBNET}.2", rt_priority)
+        self.server = PodNet(f"{tag}-server", f"{SUBNET}.1", rt_priority)
         self._links = (f"{tag}c", f"{tag}s")  # at most 15 characters (IFNAMSIZ)
         self._made: list[str] = []
 
@@ -72,11 +78,12 @@ class PodPair:
             _run(*in_ns, "ip", "addr", "add", f"{pod.ip}/24", "dev", link)
             _run(*in_ns, "ip", "link", "set", link, "up")
             _run(*in_ns, "ip", "link", "set", "lo", "up")
-        _run(
-            *["ip", "netns", "exec", self.server.netns, "iptables", "-t", "nat"],
-            *["-A", "PREROUTING", "-p", "tcp", "--dport", str(APP_PORT)],
-            *["-j", "REDIRECT", "--to-ports", str(INBOUND_CAPTURE)],
-        )
+        for port, to in ((APP_PORT, INBOUND_CAPTURE), (REDIRECT_PORT, DIRECT_PORT)):
+            _run(
+                *["ip", "netns", "exec", self.server.netns, "iptables", "-t", "nat"],
+                *["-A", "PREROUTING", "-p", "tcp", "--dport", str(port)],
+                *["-j", "REDIRECT", "--to-ports", str(to)],
+            )
 
     def close(self) -> None:
         while self._made:
