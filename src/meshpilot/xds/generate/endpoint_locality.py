@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from envoy.config.endpoint.v3 import endpoint_pb2
 
 from meshpilot.config.istio.destination_rule import LocalityLoadBalancerSetting
+from meshpilot.model.indexes.destination_rules import BoundDestinationRule
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
-from meshpilot.model.traffic_policy import effective_traffic_policy
 from meshpilot.registry.model import Endpoint, Service
 from meshpilot.xds.generate.clusters.locality import (
     apply_locality_lb,
@@ -23,7 +23,7 @@ from meshpilot.xds.generate.clusters.locality import (
     locality_setting,
     topology_labels,
 )
-from meshpilot.xds.names import parse_cluster_name
+from meshpilot.xds.generate.traffic_policies import push_traffic_policy
 
 __all__ = ["LocalityPlan", "locality_plan", "localize"]
 
@@ -41,22 +41,20 @@ class LocalityPlan:
 
 
 def locality_plan(
-    push: PushContext, proxy: Proxy, cla: endpoint_pb2.ClusterLoadAssignment
+    push: PushContext,
+    svc: Service,
+    port: int,
+    subset: str,
+    rule: BoundDestinationRule | None,
 ) -> LocalityPlan | None:
-    """Whether `cla` needs a per-proxy copy: decided by the proxy's class (scope and
-    DestinationRules) and the mesh config, so it is computed once per class."""
-    parsed = parse_cluster_name(cla.cluster_name)
-    if parsed is None:
-        return None
-    _, port, subset, hostname = parsed
-    svc = push.proxy_scope(proxy).service(hostname)
-    if svc is None:
-        return None
-    rule = push.destination_rule(proxy, svc)
-    policy = effective_traffic_policy(rule.obj.model if rule else None, port, subset)
+    """Whether the cluster's assignment needs a per-proxy copy: decided by the proxy's class
+    (scope and DestinationRules) and the mesh config, so it is computed once per class."""
+    policy = push_traffic_policy(push, rule, port, subset)
     setting = locality_setting(push.mesh, policy)
+    if setting is None:
+        return None
     failover = failover_enabled(policy)
-    if setting is None or not (setting.distribute or failover):
+    if not (setting.distribute or failover):
         return None
     return LocalityPlan(svc, port, setting, failover)
 

@@ -46,14 +46,14 @@ def cluster_references(
 
 
 def remember_references(
-    push: PushContext, cluster: cluster_pb2.Cluster, sds: frozenset[str]
+    push: PushContext, cluster: cluster_pb2.Cluster, sds: frozenset[str], eds: str | None = None
 ) -> None:
-    """Record a finished cluster's SDS names, known to its builder, so that
-    `cluster_references` need not unpack its TLS contexts. The cluster must not change
-    afterwards."""
+    """Record a finished cluster's SDS names (and EDS name, unless None), known to its
+    builder, so that `cluster_references` need not unpack its TLS contexts. The cluster must
+    not change afterwards."""
     memo = push.memo.setdefault(_MEMO, {})
     assert isinstance(memo, dict)
-    memo[id(cluster)] = (cluster, _eds_name(cluster), sds)
+    memo[id(cluster)] = (cluster, _eds_name(cluster) if eds is None else eds, sds)
 
 
 def _eds_name(cluster: cluster_pb2.Cluster) -> str:

@@ -10,6 +10,13 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as hpo_
 from google.protobuf import struct_pb2
 
 from meshpilot.registry.model import Protocol, Service
+from meshpilot.xds.generate.struct_bytes import (
+    bool_value,
+    list_value,
+    string_value,
+    struct,
+    struct_value,
+)
 from meshpilot.xds.protos import ads_source, duration, pack, u32
 
 __all__ = [
@@ -18,6 +25,7 @@ __all__ = [
     "base_cluster",
     "default_thresholds",
     "istio_metadata",
+    "istio_metadata_struct",
     "protocol_options",
     "set_eds",
 ]
@@ -83,6 +91,29 @@ def istio_metadata(
     istio.fields["services"].CopyFrom(services_value)
     if subset:
         istio["subset"] = subset
+
+
+def istio_metadata_struct(
+    services: Sequence[Service], rule: tuple[str, str] | None = None, external: bool = False
+) -> bytes:
+    """`istio_metadata`'s Struct (without subset), serialized directly (struct_bytes.py)."""
+    fields = []
+    if rule is not None:
+        fields.append(("config", string_value(ISTIO_CONFIG_API.format(ns=rule[0], name=rule[1]))))
+    if external:
+        fields.append(("external", bool_value(True)))
+    entries = [
+        struct_value(
+            (
+                ("host", string_value(s.hostname)),
+                ("name", string_value(s.kube_name or s.hostname)),
+                ("namespace", string_value(s.namespace)),
+            )
+        )
+        for s in services
+    ]
+    fields.append(("services", list_value(entries)))
+    return struct(fields)
 
 
 def protocol_options(protocol: Protocol, sniff: bool) -> hpo_pb2.HttpProtocolOptions | None:

@@ -34,6 +34,7 @@ from meshpilot.config.mesh import MeshConfig
 from meshpilot.model.indexes.authn import peer_authn
 from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Resolution, Service
+from meshpilot.xds.generate.clusters.encoded import match_entries, socket_matches_field
 from meshpilot.xds.generate.sds_config import agent_sds
 from meshpilot.xds.names import SDS_DEFAULT, SDS_ROOTCA
 from meshpilot.xds.protos import Filters
@@ -43,9 +44,10 @@ __all__ = [
     "ALPN_IN_MESH_H2_WITH_MXC",
     "ALPN_IN_MESH_WITH_MXC",
     "MUTUAL_SDS_NAMES",
-    "add_auto_mtls_matches",
+    "auto_mtls_matches_field",
     "istio_mutual_context",
     "istio_mutual_socket",
+    "mutual_context_bytes",
     "push_trust_domains",
     "service_mtls_mode",
     "uses_auto_mtls",
@@ -127,6 +129,35 @@ def _mutual_base() -> tls_pb2.UpstreamTlsContext:
 _MUTUAL_BASE = _mutual_base()
 
 
+def _common_head(http2: bool) -> bytes:
+    """The common context's fields before its validation context (numbers 1 to 7)."""
+    common = tls_pb2.CommonTlsContext()
+    common.CopyFrom(_MUTUAL_BASE.common_tls_context)
+    common.ClearField("combined_validation_context")
+    common.alpn_protocols.extend(ALPN_IN_MESH_H2_WITH_MXC if http2 else ALPN_IN_MESH_WITH_MXC)
+    head: bytes = common.SerializeToString()
+    return head
+
+
+_COMMON_HEAD = {flag: _common_head(flag) for flag in (False, True)}
+_CTX = tls_pb2.UpstreamTlsContext.DESCRIPTOR
+_COMMON = field_number(_CTX, "common_tls_context")
+_COMBINED = field_number(tls_pb2.CommonTlsContext.DESCRIPTOR, "combined_validation_context")
+_COMBINED_DESC = tls_pb2.CommonTlsContext.CombinedCertificateValidationContext.DESCRIPTOR
+_DEFAULT_VALIDATION = field_number(_COMBINED_DESC, "default_validation_context")
+_ROOTCA_PART = tls_pb2.CommonTlsContext.CombinedCertificateValidationContext(
+    validation_context_sds_secret_config=agent_sds(SDS_ROOTCA)
+).SerializeToString()
+_SANS = field_number(
+    common_pb2.CertificateValidationContext.DESCRIPTOR, "match_typed_subject_alt_names"
+)
+_SAN = common_pb2.SubjectAltNameMatcher
+_SAN_URI = _SAN(san_type=_SAN.URI).SerializeToString()
+_SAN_DNS = _SAN(san_type=_SAN.DNS).SerializeToString()
+_SANS_MATCHER = field_number(common_pb2.SubjectAltNameMatcher.DESCRIPTOR, "matcher")
+_EXACT = field_number(string_pb2.StringMatcher.DESCRIPTOR, "exact")
+
+
 def istio_mutual_socket(
     push: PushContext, sni: str, sans: Sequence[str], http2: bool
 ) -> base_pb2.TransportSocket:
@@ -146,8 +177,26 @@ def _context_bytes(push: PushContext, sans: Sequence[str], http2: bool) -> bytes
     key = (tuple(sans), http2)
     found: bytes | None = templates.get(key)
     if found is None:
-        found = templates[key] = istio_mutual_context("", sans, http2).SerializeToString()
+        found = templates[key] = mutual_context_bytes(sans, http2)
     return found
+
+
+def mutual_context_bytes(sans: Sequence[str], http2: bool) -> bytes:
+    """`istio_mutual_context("", sans, http2).SerializeToString()`, concatenated from
+    serialized parts in field-number order (the same bytes; a test holds them equal): one
+    per destination identity, so thousands per push."""
+    matchers = b"".join(
+        length_delimited(
+            _SANS,
+            (_SAN_URI if n.startswith("spiffe://") else _SAN_DNS)
+            + length_delimited(_SANS_MATCHER, length_delimited(_EXACT, n.encode())),
+        )
+        for n in sans
+    )
+    # default_validation_context is always present (SetInParent), so framed even when empty.
+    combined = length_delimited(_DEFAULT_VALIDATION, matchers) + _ROOTCA_PART
+    common = _COMMON_HEAD[http2] + length_delimited(_COMBINED, combined)
+    return length_delimited(_COMMON, common)
 
 
 def _sni_bytes(sni: str) -> bytes:
@@ -175,15 +224,15 @@ def _matches_template() -> cluster_pb2.Cluster:
 _MATCHES = _matches_template()
 
 
-def add_auto_mtls_matches(
-    push: PushContext, cluster: cluster_pb2.Cluster, sni: str, sans: Sequence[str], http2: bool
-) -> None:
-    """mTLS to endpoints whose metadata says `tlsMode: istio`, plaintext to the rest: the
-    two matches copied from a template, the mTLS context assembled from cached bytes."""
-    matches = cluster.transport_socket_matches
-    matches.MergeFrom(_MATCHES.transport_socket_matches)
-    matches[0].transport_socket.typed_config.value = _context_bytes(push, sans, http2) + _sni_bytes(
-        sni
+_FIRST_MATCH = _MATCHES.transport_socket_matches[0].SerializeToString()
+_OTHER_MATCHES = match_entries(m.SerializeToString() for m in _MATCHES.transport_socket_matches[1:])
+
+
+def auto_mtls_matches_field(push: PushContext, sni: str, sans: Sequence[str], http2: bool) -> bytes:
+    """mTLS to endpoints whose metadata says `tlsMode: istio`, plaintext to the rest: the two
+    `transport_socket_matches` of a cluster, serialized, the mTLS context from cached bytes."""
+    return socket_matches_field(
+        _FIRST_MATCH, _context_bytes(push, sans, http2) + _sni_bytes(sni), _OTHER_MATCHES
     )
 
 

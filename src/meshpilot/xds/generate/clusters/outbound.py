@@ -1,13 +1,16 @@
 """Outbound clusters: one per service port, plus one per DestinationRule subset.
 
 Most of a cluster is decided by its traffic policy, protocol and discovery type, which many
-clusters share; that part is built once per push as a template and copied (a C-level copy),
-then the cluster's own names, metadata, TLS and DNS endpoints are set.
+clusters share; that part is built once per push as a template (one per distinct policy) and
+serialized. A cluster is the template's bytes followed by its own names, metadata and
+auto-mTLS socket matches, also serialized (encoded.py), parsed once in C; DestinationRule TLS
+sockets and DNS endpoints, rarer, are then set on the message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import base_pb2
@@ -18,19 +21,19 @@ from meshpilot.config.istio.destination_rule import TrafficPolicy
 from meshpilot.model.indexes.destination_rules import BoundDestinationRule
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
-from meshpilot.model.traffic_policy import effective_traffic_policy
 from meshpilot.registry.model import Protocol, Resolution, Service, ServicePort
 from meshpilot.xds.generate.clusters.common import (
     attach_protocol_options,
     base_cluster,
-    istio_metadata,
+    istio_metadata_struct,
     protocol_options,
     set_eds,
 )
+from meshpilot.xds.generate.clusters.encoded import identity_fields, metadata_field
 from meshpilot.xds.generate.clusters.locality import apply_locality_cluster
 from meshpilot.xds.generate.clusters.mtls import (
     MUTUAL_SDS_NAMES,
-    add_auto_mtls_matches,
+    auto_mtls_matches_field,
     istio_mutual_socket,
     push_trust_domains,
     uses_auto_mtls,
@@ -39,6 +42,7 @@ from meshpilot.xds.generate.clusters.tls import upstream_tls_socket
 from meshpilot.xds.generate.clusters.traffic_policy import apply_traffic_policy
 from meshpilot.xds.generate.endpoints import locality_endpoints
 from meshpilot.xds.generate.references import remember_references
+from meshpilot.xds.generate.traffic_policies import push_traffic_policy
 from meshpilot.xds.names import outbound_cluster, sni_name
 from meshpilot.xds.protos import duration, pack
 
@@ -85,68 +89,82 @@ def _build(
     sniff: bool,
 ) -> cluster_pb2.Cluster | None:
     name = outbound_cluster(port.port, subset, svc.hostname)
-    policy = effective_traffic_policy(rule.obj.model if rule else None, port.port, subset)
+    policy = push_traffic_policy(push, rule, port.port, subset)
     template = _template(push, _TYPE[svc.resolution], port.protocol, sniff, policy)
-    cluster = cluster_pb2.Cluster()
-    cluster.CopyFrom(template)
-    cluster.name = name
-    cluster.alt_stat_name = name + ";"
-    if cluster.type == cluster_pb2.Cluster.EDS:
-        cluster.eds_cluster_config.service_name = name
-    elif cluster.type in _DNS_TYPES:
+    if template.dns:
         assignment = locality_endpoints(push, svc, port.port, subset_labels)
         if not assignment:
             return None  # Istio drops DNS clusters without endpoints
+    tail = identity_fields(name, template.eds) + _metadata(push, svc, rule, subset)
+    sni = sni_name(port.port, subset, svc.hostname)
+    tls = _tls(push, svc, sni, policy, template)
+    if isinstance(tls, bytes):
+        tail += tls
+    # The template's bytes then the cluster's own, parsed once (see encoded.py).
+    cluster = cluster_pb2.Cluster.FromString(template.serialized + tail)
+    if template.dns:
         cluster.load_assignment.cluster_name = name
         cluster.load_assignment.endpoints.extend(assignment)
-    cluster.metadata.CopyFrom(_metadata(push, svc, rule))
-    if subset:
-        cluster.metadata.filter_metadata["istio"]["subset"] = subset
-    sds = _apply_tls(
-        push, cluster, svc, port, sni_name(port.port, subset, svc.hostname), policy, template
-    )
+    if isinstance(tls, base_pb2.TransportSocket):
+        cluster.transport_socket.CopyFrom(tls)
+    sds = _sds_names(policy, template, tls)
     if sds is not None:
-        remember_references(push, cluster, sds)
+        remember_references(push, cluster, sds, name if template.eds else "")
     return cluster
 
 
-def _apply_tls(
+def _tls(
     push: PushContext,
-    cluster: cluster_pb2.Cluster,
     svc: Service,
-    port: ServicePort,
     sni: str,
     policy: TrafficPolicy | None,
-    template: cluster_pb2.Cluster,
-) -> frozenset[str] | None:
-    """DestinationRule TLS, else automatic mTLS (see mtls.py for the table). Returns the
-    SDS names the cluster then refers to, None when not known here (the DR's own TLS)."""
+    template: _Template,
+) -> bytes | base_pb2.TransportSocket | None:
+    """DestinationRule TLS (a transport socket), else automatic mTLS (serialized socket
+    matches), else nothing: see mtls.py for the table."""
     tls = policy.tls if policy else None
-    http2 = _is_http2(port, template)
-    known = (
-        _NO_SDS
-        if not template.HasField("transport_socket") and not template.transport_socket_matches
-        else None
-    )
     if tls is not None and tls.mode == "ISTIO_MUTUAL":
         sans = tls.subject_alt_names or push_trust_domains(push, svc.service_accounts)
-        cluster.transport_socket.CopyFrom(istio_mutual_socket(push, tls.sni or sni, sans, http2))
-        return MUTUAL_SDS_NAMES if known is not None else None
+        return istio_mutual_socket(push, tls.sni or sni, sans, template.http2)
     if tls is not None:
-        socket = upstream_tls_socket(tls, sni, svc.service_accounts, http2)
-        if socket is not None:
-            cluster.transport_socket.CopyFrom(socket)
-            return None
-    elif cluster.type != cluster_pb2.Cluster.ORIGINAL_DST and uses_auto_mtls(
-        push, svc, policy, tls
-    ):
-        accounts = push_trust_domains(push, svc.service_accounts)
-        add_auto_mtls_matches(push, cluster, sni, accounts, http2)
-        return MUTUAL_SDS_NAMES if known is not None else None
-    return known
+        return upstream_tls_socket(tls, sni, svc.service_accounts, template.http2)
+    if template.original_dst or not uses_auto_mtls(push, svc, policy, tls):
+        return None
+    accounts = push_trust_domains(push, svc.service_accounts)
+    return auto_mtls_matches_field(push, sni, accounts, template.http2)
+
+
+def _sds_names(
+    policy: TrafficPolicy | None,
+    template: _Template,
+    tls: bytes | base_pb2.TransportSocket | None,
+) -> frozenset[str] | None:
+    """The SDS names the cluster refers to, None when not known here (the DR's own TLS
+    context, or a template with TLS of its own)."""
+    if not template.plain:
+        return None
+    if tls is None:
+        return _NO_SDS
+    if isinstance(tls, bytes):
+        return MUTUAL_SDS_NAMES  # auto mTLS
+    mode = policy.tls.mode if policy and policy.tls else ""
+    return MUTUAL_SDS_NAMES if mode == "ISTIO_MUTUAL" else None
 
 
 _NO_SDS: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class _Template:
+    """Everything of a cluster but names, metadata and TLS, and what the builder reads of it."""
+
+    cluster: cluster_pb2.Cluster
+    serialized: bytes
+    eds: bool
+    dns: bool
+    original_dst: bool
+    http2: bool  # ALPN h2 (see _is_http2)
+    plain: bool  # no transport socket of its own
 
 
 def _template(
@@ -155,15 +173,15 @@ def _template(
     protocol: Protocol,
     sniff: bool,
     policy: TrafficPolicy | None,
-) -> cluster_pb2.Cluster:
-    """Everything but names, metadata and TLS, shared by clusters with the same policy object.
-    Keyed by the policy's identity; the entry keeps the policy alive so the id stays unique."""
+) -> _Template:
+    """Shared by clusters whose policies are equal: DestinationRules often repeat one policy
+    (the policy's JSON, looked up once per policy object, is the key)."""
     templates = push.memo.setdefault(_TEMPLATES, {})
     assert isinstance(templates, dict)
-    key = (kind, protocol, sniff, id(policy))
-    found = templates.get(key)
+    key = (kind, protocol, sniff, _policy_key(push, policy))
+    found: _Template | None = templates.get(key)
     if found is not None:
-        return found[1]
+        return found
     cluster = base_cluster("", kind, push.mesh.connect_timeout)
     if kind in _DNS_TYPES:
         _dns_settings(push, cluster)
@@ -172,27 +190,53 @@ def _template(
     if cluster.type == cluster_pb2.Cluster.EDS:
         set_eds(cluster)
     attach_protocol_options(cluster, options)
-    templates[key] = (policy, cluster)
-    return cluster
+    assert not cluster.HasField("metadata"), "metadata is merged per cluster"
+    found = templates[key] = _Template(
+        cluster,
+        cluster.SerializeToString(),
+        eds=cluster.type == cluster_pb2.Cluster.EDS,
+        dns=cluster.type in _DNS_TYPES,
+        original_dst=cluster.type == cluster_pb2.Cluster.ORIGINAL_DST,
+        http2=_is_http2(protocol, cluster),
+        plain=not cluster.HasField("transport_socket") and not cluster.transport_socket_matches,
+    )
+    return found
+
+
+def _policy_key(push: PushContext, policy: TrafficPolicy | None) -> str | None:
+    """The policy's content, memoised by identity (the entry keeps the policy alive, so the
+    id stays unique for the push)."""
+    if policy is None:
+        return None
+    memo = push.memo.setdefault(_POLICY_KEYS, {})
+    assert isinstance(memo, dict)
+    found = memo.get(id(policy))
+    if found is None or found[0] is not policy:
+        found = memo[id(policy)] = (policy, policy.model_dump_json())
+    key: str = found[1]
+    return key
+
+
+_POLICY_KEYS = "clusters.policy_keys"
 
 
 def _metadata(
-    push: PushContext, svc: Service, rule: BoundDestinationRule | None
-) -> base_pb2.Metadata:
-    """The `istio` metadata of a service's clusters (services, DestinationRule provenance)."""
+    push: PushContext, svc: Service, rule: BoundDestinationRule | None, subset: str
+) -> bytes:
+    """The serialized `metadata` field of a service's clusters (`istio`: services,
+    DestinationRule provenance, subset): the same on every port, so built once per subset."""
     memo = push.memo.setdefault(_METADATA, {})
     assert isinstance(memo, dict)
     key = (svc.hostname, svc.namespace, rule.obj.key if rule else None)
-    found = memo.get(key)
+    found = memo.get((key, subset))
     if found is None:
-        holder = cluster_pb2.Cluster()
-        istio_metadata(
-            holder,
-            [svc],
-            (rule.namespace, rule.obj.name) if rule else None,
-            external=svc.mesh_external,
-        )
-        found = memo[key] = holder.metadata
+        struct = memo.get(key)
+        if struct is None:
+            struct = memo[key] = istio_metadata_struct(
+                [svc], (rule.namespace, rule.obj.name) if rule else None, external=svc.mesh_external
+            )
+        found = memo[(key, subset)] = metadata_field(struct, subset)
+    assert isinstance(found, bytes)
     return found
 
 
@@ -206,9 +250,9 @@ def _dns_settings(push: PushContext, cluster: cluster_pb2.Cluster) -> None:
     cluster.typed_dns_resolver_config.typed_config.CopyFrom(pack(resolver))
 
 
-def _is_http2(port: ServicePort, template: cluster_pb2.Cluster) -> bool:
+def _is_http2(protocol: Protocol, template: cluster_pb2.Cluster) -> bool:
     """ALPN h2 for HTTP2 ports and for clusters a DestinationRule upgraded to HTTP2."""
-    if port.protocol.is_http2:
+    if protocol.is_http2:
         return True
     packed = template.typed_extension_protocol_options.get(
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"

@@ -1,0 +1,74 @@
+"""An outbound cluster's own fields as serialized bytes, merged onto its copied template.
+
+A cluster is its template (shared by every cluster with the same policy, protocol and
+discovery type) plus its names, `istio` metadata and, under auto mTLS, its two socket
+matches. Setting those through upb field by field, and the subset through the Python
+Struct API, cost more than the rest of the cluster: here they are one serialized tail,
+merged in C (`MergeFromString`: singular fields of the tail win, repeated fields append,
+sub-messages merge, exactly as the field-by-field writes on an empty-valued template did).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.core.v3 import base_pb2
+from google.protobuf import struct_pb2
+
+from meshpilot.xds.wire import field_number, length_delimited
+
+__all__ = ["identity_fields", "match_entries", "metadata_field", "socket_matches_field"]
+
+_CLUSTER = cluster_pb2.Cluster.DESCRIPTOR
+_NAME = field_number(_CLUSTER, "name")
+_ALT_STAT_NAME = field_number(_CLUSTER, "alt_stat_name")
+_EDS_CONFIG = field_number(_CLUSTER, "eds_cluster_config")
+_EDS_SERVICE_NAME = field_number(cluster_pb2.Cluster.EdsClusterConfig.DESCRIPTOR, "service_name")
+_METADATA = field_number(_CLUSTER, "metadata")
+_MATCHES = field_number(_CLUSTER, "transport_socket_matches")
+_MATCH_SOCKET = field_number(
+    cluster_pb2.Cluster.TransportSocketMatch.DESCRIPTOR, "transport_socket"
+)
+_SOCKET_CONFIG = field_number(base_pb2.TransportSocket.DESCRIPTOR, "typed_config")
+_ANY_VALUE = 2  # google.protobuf.Any.value
+_FILTER_METADATA = field_number(base_pb2.Metadata.DESCRIPTOR, "filter_metadata")
+_STRUCT_FIELDS = field_number(struct_pb2.Struct.DESCRIPTOR, "fields")
+_STRING_VALUE = field_number(struct_pb2.Value.DESCRIPTOR, "string_value")
+_MAP_KEY, _MAP_VALUE = 1, 2  # a map entry is a message {key = 1, value = 2}
+_ISTIO_KEY = length_delimited(_MAP_KEY, b"istio")
+_SUBSET_KEY = length_delimited(_MAP_KEY, b"subset")
+
+
+def identity_fields(name: str, eds: bool) -> bytes:
+    """`name`, `alt_stat_name` (`<name>;`) and, for EDS, `eds_cluster_config.service_name`."""
+    encoded = name.encode()
+    out = length_delimited(_NAME, encoded) + length_delimited(_ALT_STAT_NAME, encoded + b";")
+    if eds:
+        out += length_delimited(_EDS_CONFIG, length_delimited(_EDS_SERVICE_NAME, encoded))
+    return out
+
+
+def metadata_field(istio_struct: bytes, subset: str) -> bytes:
+    """`metadata.filter_metadata.istio` from the service's serialized Struct, with the
+    subset's `subset` entry appended (a later map entry of the same key wins on parse, as
+    `Struct["subset"] = ...` would)."""
+    if subset:
+        value = length_delimited(_STRING_VALUE, subset.encode())
+        entry = _SUBSET_KEY + length_delimited(_MAP_VALUE, value)
+        istio_struct += length_delimited(_STRUCT_FIELDS, entry)
+    entry = _ISTIO_KEY + length_delimited(_MAP_VALUE, istio_struct)
+    return length_delimited(_METADATA, length_delimited(_FILTER_METADATA, entry))
+
+
+def socket_matches_field(first: bytes, first_config: bytes, rest: bytes) -> bytes:
+    """`transport_socket_matches`: `first` (a serialized match whose socket's config has no
+    value) with `first_config` as that value, then `rest` (from `match_entries`)."""
+    value = length_delimited(_ANY_VALUE, first_config)
+    socket = length_delimited(_MATCH_SOCKET, length_delimited(_SOCKET_CONFIG, value))
+    return length_delimited(_MATCHES, first + socket) + rest
+
+
+def match_entries(matches: Iterable[bytes]) -> bytes:
+    """Serialized TransportSocketMatch messages as `transport_socket_matches` fields."""
+    return b"".join(length_delimited(_MATCHES, m) for m in matches)
