@@ -77,10 +77,12 @@ def _nack(
 
 
 def should_respond(
-    watched: WatchedResource | None, request: discovery_pb2.DiscoveryRequest
+    watched: WatchedResource | None,
+    request: discovery_pb2.DiscoveryRequest,
+    names: frozenset[str] | None = None,  # the request's names, if already at hand
 ) -> Decision:
     type_url = request.type_url
-    names = frozenset(request.resource_names)
+    names = frozenset(request.resource_names) if names is None else names
     if request.HasField("error_detail"):
         error = request.error_detail.message
         return _nack(watched, type_url, names, request.response_nonce, error)
@@ -93,7 +95,7 @@ def should_respond(
         return Decision(False, Action.STALE, watched)
     acked = replace(
         watched,
-        names=names - {WILDCARD},
+        names=names - {WILDCARD} if WILDCARD in names else names,
         wildcard=_wildcard(type_url, names),
         nonce_acked=request.response_nonce,
         version_acked=request.version_info,
@@ -101,10 +103,11 @@ def should_respond(
         always_respond=False,
         acked_at=time.time(),
     )
-    added = acked.names - watched.names
+    same = acked.names is watched.names or acked.names == watched.names  # ACKs: identical
+    added = frozenset() if same else acked.names - watched.names
     if watched.always_respond:
         return Decision(True, Action.FORCED, acked)
-    if acked.names == watched.names:
+    if same:
         return Decision(False, Action.ACK, acked)
     if type_url not in WILDCARD_TYPES and not added:
         return Decision(False, Action.ACK, acked)  # only removals: nothing to send

@@ -20,12 +20,14 @@ from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.relevance import affected_types, named_hosts, sees_hosts
 from meshpilot.registry.model import Endpoint, Resolution
+from meshpilot.store.base import StoreSnapshot
 from meshpilot.xds.generate import PUSH_ORDER
 from meshpilot.xds.protos import TypeUrl
 
 __all__ = [
     "ENDPOINT_KINDS",
     "PushRequest",
+    "changed_keys",
     "classify_endpoint_push",
     "push_plan",
     "request_for_change",
@@ -224,3 +226,12 @@ def _changed_addresses(before: Iterable[Endpoint], after: Iterable[Endpoint]) ->
 
     old, new = index(before), index(after)
     return {key[0] for key in old.keys() | new.keys() if old.get(key) != new.get(key)}
+
+
+def changed_keys(old: StoreSnapshot, new: StoreSnapshot) -> set[ConfigKey]:
+    """Keys whose objects differ between two snapshots: the store keeps the very objects of
+    what it did not read again, so identity settles it."""
+    before, after = old.objects, new.objects
+    changed = {k for k in before.keys() ^ after.keys()}
+    changed.update(k for k, obj in after.items() if k in before and before[k] is not obj)
+    return changed

@@ -20,20 +20,24 @@ from typing import Any
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2
 
-from meshpilot.model.proxy import Proxy
+from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import WatchedResource
 from meshpilot.xds.generate import generator
+from meshpilot.xds.generate.references import cluster_references
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.references import rds_names
 from meshpilot.xds.wire import field_number, length_delimited, tag, varint
 
 __all__ = [
+    "ALL_NAMES",
     "CONTROL_PLANE",
     "Resource",
     "generate_resources",
+    "load_generators",
     "new_nonce",
     "prewarm",
+    "prewarm_step",
     "requested_names",
     "sotw_response",
 ]
@@ -86,6 +90,10 @@ def sotw_response(version: str, type_url: str, nonce: str, resources: list[Resou
     return b"".join(parts)
 
 
+# Names meaning "every resource of the type" in a dependents entry (Delta's wildcard name).
+ALL_NAMES = frozenset({"*"})
+
+
 def new_nonce() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -107,8 +115,8 @@ def generate_resources(
     dependents: list[tuple[str, frozenset[str]]] | None = None,
 ) -> list[Resource]:
     """The proxy's resources of one type (only `names` unless None), serialized. With
-    `dependents`, the names Envoy will ask for next are appended to it: the route configs
-    after LDS (see `prewarm`)."""
+    `dependents`, the names Envoy will ask for next are appended to it: the assignments
+    after CDS, the route configs after LDS (see `prewarm`)."""
     messages = generator(type_url, proxy.type)(push, proxy, names)
     memo = push.memo.setdefault(_MEMO_KEY, {})
     assert isinstance(memo, dict)
@@ -121,20 +129,42 @@ def generate_resources(
             resource = Resource(resource_name(msg), body, digest, _head(type_url, body))
             entry = memo[id(msg)] = (msg, resource)
         out.append(entry[1])
-    if dependents is not None and type_url in _DEPENDENT:
-        dependents.append((_DEPENDENT[type_url], frozenset(rds_names(messages))))
+    if dependents is not None and type_url == TypeUrl.LISTENER:
+        dependents.append((TypeUrl.ROUTE, frozenset(rds_names(messages))))
+    elif dependents is not None and type_url == TypeUrl.CLUSTER:
+        dependents.append((TypeUrl.ENDPOINT, frozenset(cluster_references(push, messages)[0])))
+        # Once its clusters are initialized, a starting Envoy asks for its listeners.
+        dependents.append((TypeUrl.LISTENER, ALL_NAMES))
     return out
 
 
-# What Envoy asks for once it has a type: RDS for its listeners. (Not EDS after CDS: a CDS
-# answer is megabytes that gRPC sends in many writes on the event loop, and building the
-# assignments meanwhile delays it; Envoy asks for EDS early in applying CDS anyway.)
-_DEPENDENT = {TypeUrl.LISTENER: TypeUrl.ROUTE}
-
-
 def prewarm(push: PushContext, proxy: Proxy, dependents: list[tuple[str, frozenset[str]]]) -> None:
-    """Generate (into the push's caches) the dependents of what was just sent, while Envoy
-    applies it: its EDS or RDS request is then answered from the cache (B4)."""
-    for type_url, names in dependents:
-        if names:
-            generate_resources(push, proxy, type_url, names)
+    """Generate (into the push's caches) what Envoy will ask for next, while it applies what
+    was just sent: the assignments of the clusters, the route configs of the listeners, and,
+    after a CDS answer, the listeners too (`ALL_NAMES`). Its EDS, LDS and RDS
+    requests are then answered from the cache instead of waiting on generation (B4: 0.5 s
+    at 1k clusters, 5 s at 5k). xds/server.py runs it one `prewarm_step` at a time."""
+    pending = list(dependents)
+    while pending:
+        type_url, names = pending.pop(0)
+        pending += prewarm_step(push, proxy, type_url, names)
+
+
+def prewarm_step(
+    push: PushContext, proxy: Proxy, type_url: str, names: frozenset[str]
+) -> list[tuple[str, frozenset[str]]]:
+    """Build one type's resources; returns what they make Envoy ask for next (the route
+    configs of listeners built for `ALL_NAMES`)."""
+    if names == ALL_NAMES:
+        nested: list[tuple[str, frozenset[str]]] = []
+        generate_resources(push, proxy, type_url, None, nested)
+        return nested
+    if names:
+        generate_resources(push, proxy, type_url, names)
+    return []
+
+
+def load_generators() -> None:
+    """Import every generator (and the protobuf modules behind them) now, not while the
+    first proxy waits for its clusters (B4: 0.5-1 s of imports on the first request)."""
+    generator(TypeUrl.CLUSTER, ProxyType.SIDECAR)

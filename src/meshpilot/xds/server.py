@@ -8,11 +8,16 @@ Each stream has one task that handles its requests and its pushes in order (Isti
 so per-connection state needs no locks. The server reaches generators only through
 GENERATORS (xds/resources.py). The ADS service is registered by hand (xds/grpc_service.py)
 so that a response may be bytes already assembled on the wire (xds/resources.py
-`sotw_response`) as well as a message. Once an LDS answer is on its way, the RDS answer
-Envoy will ask for next is built.
+`sotw_response`) as well as a message, and so that SotW requests are read by
+`xds/connection.py parse_request` (an ACK's thousands of EDS names are recognised, not
+re-read). Responses leave a stream as emptied-on-serialization shells, large ones within one
+byte budget over all streams (xds/grpc_service.py): no stream keeps its last response, and a
+thousand proxies syncing at once do not hold a thousand configurations. Once an LDS answer
+is on its way, the RDS answer Envoy will ask for next is built.
 
-Heap: every new PushContext is settled (collected, then frozen: meshpilot.heap) once its
-push has gone out, not on the way to the proxies. Dropping an old push frees it by reference
+Heap: every new PushContext is settled (collected, then frozen: meshpilot.heap) a second
+after its push has gone out, not on the way to the proxies or their ACKs; after an EDS-only
+push the few new objects are only frozen. Dropping an old push frees it by reference
 counting even while frozen, because pushes hold no reference cycles (measured on bookinfo and
 the golden inputs: the frozen count stays flat push after push), so `gc.unfreeze()` is not
 called per push. As a guard against cycles creeping in, the frozen set is thawed and
@@ -30,28 +35,44 @@ from dataclasses import replace
 from typing import Any
 
 import grpc
-from envoy.service.discovery.v3 import discovery_pb2
 
-from meshpilot.config.keys import ConfigKey
 from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.settings import Settings
 from meshpilot.store.base import ChangeEvent, ConfigStore, StoreSnapshot
 from meshpilot.xds.cache import carry_over
-from meshpilot.xds.connection import Connection, PushEvent
+from meshpilot.xds.connection import Connection, PushEvent, Subscription
 from meshpilot.xds.debounce import Debouncer
 from meshpilot.xds.delta import on_delta_request, push_delta_responses
-from meshpilot.xds.grpc_service import ads_handler, bind, remove_stale_socket, serialize_response
+from meshpilot.xds.grpc_service import (
+    SEND_BUDGET,
+    SendBudget,
+    ads_handler,
+    answered,
+    bind,
+    map_large_buffers,
+    read_requests,
+    remove_stale_socket,
+    send_responses,
+    serialize_response,
+)
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import parse_node, proxy_for
 from meshpilot.xds.push_queue import PushQueue
-from meshpilot.xds.push_request import PushRequest, classify_endpoint_push, request_for_change
-from meshpilot.xds.resources import prewarm
+from meshpilot.xds.push_request import (
+    PushRequest,
+    changed_keys,
+    classify_endpoint_push,
+    request_for_change,
+)
+from meshpilot.xds.resources import load_generators, prewarm_step
 from meshpilot.xds.sotw import on_request, push_responses
 
 __all__ = ["DiscoveryServer", "serialize_response"]
 
 log = logging.getLogger(__name__)
+
+SETTLE_AFTER = 1.0  # seconds after a push has gone out: its ACKs come in meanwhile
 
 
 class DiscoveryServer:
@@ -74,6 +95,7 @@ class DiscoveryServer:
         self.port = 0
         # The requests of the pushes made so far, latest last (for debug and tests).
         self.push_history: list[PushRequest] = []
+        self.budget = SendBudget(SEND_BUDGET)
 
     @property
     def push_context(self) -> PushContext:
@@ -87,6 +109,8 @@ class DiscoveryServer:
 
     async def start(self, address: str | None = None, port: int | None = None) -> int:
         """Build the first push, then serve ADS; returns the bound port."""
+        load_generators()  # not on the first proxy's clock (B4)
+        map_large_buffers()
         await self._push(PushRequest(full=True, reasons=frozenset({"global"})))
         self._seen = self.store.snapshot()
         self.store.subscribe(self.on_change)
@@ -96,6 +120,10 @@ class DiscoveryServer:
                 ("grpc.so_reuseport", 0),
                 ("grpc.keepalive_time_ms", 30_000),
                 ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+                # grpc.aio accepts one call per event-loop turn: when a thousand proxies
+                # connect at once, calls wait their turn instead of being cancelled after
+                # gRPC's 30 s (B3: a thousand cancelled streams, each restarting its sync).
+                ("grpc.server_max_unrequested_time_in_server", 600),
             ]
         )
         server.add_generic_rpc_handlers((ads_handler(self),))
@@ -140,7 +168,7 @@ class DiscoveryServer:
         self._counter += 1
         started = time.perf_counter()
         prev, built_from = self._push_context, self._built_from
-        changed = None if prev is None or req.forced else _changed_keys(built_from, snapshot)
+        changed = None if prev is None or req.forced else changed_keys(built_from, snapshot)
         push = await asyncio.to_thread(
             build_push_context,
             list(snapshot.objects.values()),
@@ -151,6 +179,10 @@ class DiscoveryServer:
             changed,
         )
         self._built_from = snapshot
+        # Out of the collector's sight at once (O(1), no collection): else its objects are
+        # walked by every full collection that the fan-out's allocations set off (B3: 0.4 s
+        # of an endpoint push at 1000 proxies). The collection itself comes after the push.
+        gc.freeze()
         if prev is not None:
             carry_over(prev, push, changed)  # route configs the change cannot alter
         self.metrics.push_context_init.observe(time.perf_counter() - started)
@@ -161,53 +193,65 @@ class DiscoveryServer:
             self.metrics.push_triggers.inc(reason)
         self.push_history.append(req)
         del self.push_history[:-100]
-        log.info("push %s (%s) for %d proxies", push.version, _scope(req), len(self.connections))
+        scope = "full" if req.full else "eds"
+        log.info("push %s (%s) for %d proxies", push.version, scope, len(self.connections))
         for conn in self.connections.values():
             self.queue.enqueue(conn, req)
         if self._grpc is None:
             self._settle_heap()  # the first push, before serving
         else:
-            self._spawn(self._settle_when_idle(push))
+            self._spawn(self._settle_when_idle(push, req.full))
 
-    async def _settle_when_idle(self, push: PushContext) -> None:
-        """Settle the heap once this push has gone out (a full collection takes a few
-        hundred ms with a thousand proxies: not on the way to them), unless a newer push
-        came meanwhile (it settles then)."""
+    async def _settle_when_idle(self, push: PushContext, collect: bool) -> None:
+        """Settle the heap once this push has gone out and the ACKs had a moment to come in
+        (a full collection takes 0.3-1 s with a thousand proxies: not on the way to them or
+        their ACKs), unless a newer push came meanwhile (it settles then). An EDS-only push
+        adds few objects: they are frozen without a collection (endpoints may change every
+        second)."""
         while not self.queue.idle:
             await asyncio.sleep(0.05)
-        if push is self._push_context:
-            self._settle_heap()
+        await asyncio.sleep(SETTLE_AFTER)
+        if push is self._push_context and self.queue.idle:
+            self._settle_heap(collect)
 
-    def _settle_heap(self) -> None:
+    def _settle_heap(self, collect: bool = True) -> None:
         if self._thawed_at and gc.get_freeze_count() > 2 * self._thawed_at:
             gc.unfreeze()
             self._thawed_at = 0
-        settle_long_lived_objects()
+            collect = True
+        if collect:
+            settle_long_lived_objects()
+        else:
+            gc.freeze()
         if not self._thawed_at:
             self._thawed_at = max(gc.get_freeze_count(), 1)
 
     async def _dispatch(self) -> None:
         """At most `push_concurrency` full pushes in flight (Istio's PILOT_PUSH_THROTTLE);
-        EDS-only pushes are a few hundred bytes each and are not held back."""
+        EDS-only pushes are a few hundred bytes each and are not held back. A push is handed
+        to the stream's task with a callback, not a task per connection (B3: a thousand
+        tasks per endpoint change)."""
         limit = asyncio.Semaphore(self.settings.push_concurrency)
         while (item := await self.queue.dequeue()) is not None:
-            held = item[1].full
-            if held:
+            conn, req = item
+            if req.full:
                 await limit.acquire()
-            self._spawn(self._deliver(*item, limit if held else None))
+            self._hand_over(conn, req, limit if req.full else None)
 
-    async def _deliver(
+    def _hand_over(
         self, conn: Connection, req: PushRequest, limit: asyncio.Semaphore | None
     ) -> None:
-        try:
-            if conn.id in self.connections:
-                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                conn.events.put_nowait(PushEvent(req, done))
-                await done
-        finally:
+        def finished(_: object = None) -> None:
             if limit is not None:
                 limit.release()
             self.queue.mark_done(conn)
+
+        if conn.id not in self.connections:
+            finished()
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(finished)
+        conn.events.put_nowait(PushEvent(req, done))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)
@@ -222,61 +266,82 @@ class DiscoveryServer:
         wire: bool = False,
     ) -> AsyncIterator[Any]:
         """One ADS stream: its first request names the node; then requests and pushes.
-        With `wire`, SotW responses are the serialized bytes (the handler must pass bytes
-        through: `serialize_response`); else they are DiscoveryResponse messages."""
-        async for response in self._stream(requests, context, delta):
-            if not wire and isinstance(response, bytes):
-                response = discovery_pb2.DiscoveryResponse.FromString(response)
-            yield response
+        With `wire`, responses are `Outgoing` shells around serialized bytes (the handler's
+        serializer must be `serialize_response`); else they are response messages."""
+        async for out in self._stream(requests, context, delta, wire):
+            yield out
 
     async def _stream(
-        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, delta: bool
+        self,
+        requests: AsyncIterator[Any],
+        context: grpc.aio.ServicerContext,
+        delta: bool,
+        wire: bool,
     ) -> AsyncIterator[Any]:
         try:
             first = await anext(requests)
         except StopAsyncIteration:
             return
-        try:
-            node = parse_node(first.node)
+        try:  # (a first request has a node: never a Subscription, save from a bad client)
+            node = parse_node((first.request if isinstance(first, Subscription) else first).node)
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             return
         push = self.push_context
         conn = Connection(node, proxy_for(push, node), push, delta=delta, peer=context.peer())
         self._connect(conn)
-        reader = asyncio.create_task(_read(requests, conn))
+        reader = asyncio.create_task(read_requests(requests, conn, self.budget))
         try:
-            async for response in self._serve(conn, first):
-                yield response
+            async for out in self._serve(conn, first, wire):
+                yield out
         except Exception:
             log.exception("ADS: stream of %s failed", conn.id)
             raise
         finally:
             reader.cancel()
             self._disconnect(conn)
+            answered(conn, self.budget)
 
-    async def _serve(self, conn: Connection, first: Any) -> AsyncIterator[Any]:
+    async def _serve(self, conn: Connection, first: Any, wire: bool) -> AsyncIterator[Any]:
         """Answer the first request, then requests and pushes in arrival order."""
         handle = on_delta_request if conn.delta else on_request
         push_fn = push_delta_responses if conn.delta else push_responses
-        for response in handle(conn, first, self.metrics):
-            yield response
+        budget, hold = self.budget, conn.hold if wire else None
+        reserve = await budget.turn() if wire else 0  # build only once there is room
+        responses = handle(conn, first, self.metrics)
+        if wire:
+            budget.admit(responses, reserve)
+        async for out in send_responses(budget, responses, wire, hold, wire):
+            yield out
         _prewarm(conn)
         while (event := await conn.events.get()) is not None:
+            # EDS-only pushes are a few hundred bytes: they never wait behind full answers.
+            waits = wire and not (isinstance(event, PushEvent) and not event.request.full)
+            reserve = await budget.turn() if waits else 0
             if isinstance(event, PushEvent):
-                for response in self._push_responses(conn, event.request, push_fn):
-                    yield response
+                try:
+                    responses = self._push_responses(conn, event.request, push_fn)
+                    if wire:
+                        budget.admit(responses, reserve)
+                    async for out in send_responses(budget, responses, wire, hold, wire):
+                        yield out
+                finally:  # also when the stream ends meanwhile: the next push may go
+                    _resolve(event.done)
                 conn.dependents.clear()  # a push sends the dependent types itself
-                _resolve(event.done)
                 self.metrics.convergence.observe(time.monotonic() - event.request.start)
             else:
-                for response in handle(conn, event, self.metrics):
-                    yield response
+                responses = handle(conn, event, self.metrics)
+                if wire:
+                    budget.admit(responses, reserve)
+                async for out in send_responses(budget, responses, wire, hold, wire):
+                    yield out
                 _prewarm(conn)
+            del event  # a request or push must not outlive its handling
 
     def _push_responses(self, conn: Connection, req: PushRequest, push_fn: Any) -> list[Any]:
         assert req.push is not None
-        conn.proxy = proxy_for(req.push, conn.node)
+        if req.full_for(conn.proxy):  # else its own pod is unchanged: so is the Proxy
+            conn.proxy = proxy_for(req.push, conn.node)
         # conn.push is still the previous push: relevance compares the two.
         responses: list[Any] = push_fn(conn, req, self.metrics)
         conn.push = req.push
@@ -305,47 +370,29 @@ class DiscoveryServer:
             self.metrics.xds_clients.inc(conn.proxy.istio_version)
 
 
-async def _read(requests: AsyncIterator[Any], conn: Connection) -> None:
-    """Move requests to the stream task; the end of the stream (or an error) ends it."""
-    try:
-        async for request in requests:
-            conn.events.put_nowait(request)
-    except (grpc.aio.AioRpcError, asyncio.CancelledError):
-        pass
-    except Exception:
-        log.exception("ADS: reading from %s failed", conn.id)
-    finally:
-        conn.events.put_nowait(None)
-
-
 def _prewarm(conn: Connection, after: float = 0.01) -> None:
-    """Build the route configs Envoy will ask for next while it applies the listeners just
-    sent, a moment later so that gRPC gets the (small) LDS answer out first (B4: without
-    it, Envoy sits idle while a thousand-host route config is built)."""
+    """Build what Envoy will ask for next (assignments and listeners after CDS, route
+    configs after LDS) while it applies what was just sent, a moment later so
+    that gRPC gets the answer out first (B4: without it, Envoy sits idle while a
+    thousand-host route config is built)."""
     if not conn.dependents:
         return
-    dependents, conn.dependents = conn.dependents, []
+    pending, conn.dependents, push = conn.dependents, [], conn.push
+    loop = asyncio.get_running_loop()
 
-    def build() -> None:
-        if conn.events.empty():  # else a request is waiting: it goes first
-            prewarm(conn.push, conn.proxy, dependents)
+    def build() -> None:  # one type per turn of the event loop (seconds each at 5k)
+        if conn.push is not push:
+            return  # a push came: it sent these types itself
+        if not conn.events.empty():  # a request goes first; the rest after it
+            conn.dependents[:0] = pending
+            return
+        pending.extend(prewarm_step(push, conn.proxy, *pending.pop(0)))
+        if pending:
+            loop.call_soon(build)
 
-    asyncio.get_running_loop().call_later(after, build)
-
-
-def _changed_keys(old: StoreSnapshot, new: StoreSnapshot) -> set[ConfigKey]:
-    """Keys whose objects differ between two snapshots: the store keeps the very objects of
-    what it did not read again, so identity settles it."""
-    before, after = old.objects, new.objects
-    changed = {k for k in before.keys() ^ after.keys()}
-    changed.update(k for k, obj in after.items() if k in before and before[k] is not obj)
-    return changed
+    loop.call_later(after, build)
 
 
 def _resolve(done: asyncio.Future[None]) -> None:
     if not done.done():
         done.set_result(None)
-
-
-def _scope(req: PushRequest) -> str:
-    return "full" if req.full else "eds"
