@@ -9,74 +9,37 @@ Why two ports: Istio serves both on 15012 with "verify a client certificate if g
 gRPC Python offers only "never ask" or "require" for client certificates. 15013 is not an
 Istio port; Istio's agent renews with its token on 15012, which works here too.
 
-ADS is the same stream handler as the plaintext port (DiscoveryServer.stream), registered
-through a generic handler so that xds/server.py stays the only importer of *_pb2_grpc.
+ADS is the plaintext port's handler (xds/grpc_service.py): the same streams, wire bytes and
+send budget, behind TLS.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol
 
 import grpc
-from envoy.service.discovery.v3 import discovery_pb2
 
 from meshpilot.security.ca import CertificateAuthority
 from meshpilot.security.csr_service import CsrService
 from meshpilot.security.files import write_public
 from meshpilot.security.tokens import TokenAuthority
 from meshpilot.settings import Settings
-from meshpilot.xds.grpc_service import remove_stale_socket
+from meshpilot.xds.grpc_service import (
+    SERVER_OPTIONS,
+    AdsStreams,
+    ads_handler,
+    remove_stale_socket,
+)
 
 __all__ = ["ISTIOD_DNS_NAMES", "AdsStreams", "SecureServer", "start_secure_server"]
 
 log = logging.getLogger(__name__)
 
-ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
 # istiod's serving certificate names; proxies verify `istiod.istio-system.svc`.
 ISTIOD_DNS_NAMES = ("istiod.istio-system.svc", "istiod.istio-system", "istiod", "localhost")
-_OPTIONS = [
-    ("grpc.so_reuseport", 0),
-    ("grpc.keepalive_time_ms", 30_000),
-    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-]
-
-
-class AdsStreams(Protocol):
-    """What serves one ADS stream (meshpilot.xds.server.DiscoveryServer)."""
-
-    def stream(
-        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext, delta: bool
-    ) -> AsyncIterator[Any]: ...
-
-
-def _ads_handler(ads: AdsStreams) -> grpc.GenericRpcHandler:
-    async def sotw(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-        async for response in ads.stream(requests, context, delta=False):
-            yield response
-
-    async def delta(requests: AsyncIterator[Any], context: grpc.aio.ServicerContext) -> Any:
-        async for response in ads.stream(requests, context, delta=True):
-            yield response
-
-    return grpc.method_handlers_generic_handler(
-        ADS_SERVICE,
-        {
-            "StreamAggregatedResources": grpc.stream_stream_rpc_method_handler(
-                sotw,
-                request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
-                response_serializer=discovery_pb2.DiscoveryResponse.SerializeToString,
-            ),
-            "DeltaAggregatedResources": grpc.stream_stream_rpc_method_handler(
-                delta,
-                request_deserializer=discovery_pb2.DeltaDiscoveryRequest.FromString,
-                response_serializer=discovery_pb2.DeltaDiscoveryResponse.SerializeToString,
-            ),
-        },
-    )
 
 
 class SecureServer:
@@ -99,10 +62,10 @@ class SecureServer:
         """Serve on host:port (TLS) and, unless None, host:mtls_port (client certificate
         required), and on the Unix socket `uds` if given (TLS, as host:port); returns the
         TLS port. Port 0: any free port."""
-        server = grpc.aio.server(options=_OPTIONS)
+        server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers([self.csr.handler()])
         if self._ads is not None:
-            server.add_generic_rpc_handlers([_ads_handler(self._ads)])
+            server.add_generic_rpc_handlers([ads_handler(self._ads)])
         ips = [ip for ip in (*self._ips, host) if ip not in ("0.0.0.0", "::")]
         creds = self.ca.serving_credentials(ISTIOD_DNS_NAMES, sorted(set(ips)))
         pair = [(creds.key_pem, creds.chain_pem)]

@@ -34,6 +34,7 @@ __all__ = [
     "ADS_SERVICE",
     "LARGE_RESPONSE",
     "SEND_BUDGET",
+    "SERVER_OPTIONS",
     "AdsStreams",
     "Outgoing",
     "SendBudget",
@@ -64,6 +65,17 @@ class AdsStreams(Protocol):
 
 
 ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+# The gRPC server options of both ADS ports (plaintext 15010, TLS 15012).
+SERVER_OPTIONS = [
+    # Never share the port with another server (gRPC's default allows it).
+    ("grpc.so_reuseport", 0),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.max_receive_message_length", 64 * 1024 * 1024),
+    # grpc.aio accepts one call per event-loop turn: when a thousand proxies connect at
+    # once, calls wait their turn instead of being cancelled after gRPC's 30 s (B3: a
+    # thousand cancelled streams, each restarting its sync).
+    ("grpc.server_max_unrequested_time_in_server", 600),
+]
 # Responses from this size on wait for the SendBudget (CDS, LDS and RDS of a large mesh; an
 # EDS push of one service is a few hundred bytes and never waits).
 LARGE_RESPONSE = 64 * 1024

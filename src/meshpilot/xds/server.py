@@ -46,6 +46,7 @@ from meshpilot.xds.debounce import Debouncer
 from meshpilot.xds.delta import on_delta_request, push_delta_responses
 from meshpilot.xds.grpc_service import (
     SEND_BUDGET,
+    SERVER_OPTIONS,
     SendBudget,
     ads_handler,
     answered,
@@ -114,18 +115,7 @@ class DiscoveryServer:
         await self._push(PushRequest(full=True, reasons=frozenset({"global"})))
         self._seen = self.store.snapshot()
         self.store.subscribe(self.on_change)
-        server = grpc.aio.server(
-            options=[
-                # Never share the port with another server (gRPC's default allows it).
-                ("grpc.so_reuseport", 0),
-                ("grpc.keepalive_time_ms", 30_000),
-                ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-                # grpc.aio accepts one call per event-loop turn: when a thousand proxies
-                # connect at once, calls wait their turn instead of being cancelled after
-                # gRPC's 30 s (B3: a thousand cancelled streams, each restarting its sync).
-                ("grpc.server_max_unrequested_time_in_server", 600),
-            ]
-        )
+        server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers((ads_handler(self),))
         host = address or self.settings.listen_address
         bind_port = self.settings.ports.xds_plaintext if port is None else port
