@@ -1,9 +1,11 @@
-"""B9 subset (and B8's idle/webhook parts) for the GitOps controller, one run:
+"""B8/B9 for the GitOps controller, one run:
 
-    python bench/gitops.py [--apps 100] [--drifts 20] [--pushes 10] [--json FILE]
+    python bench/gitops.py [--apps 100] [--objects 5] [--drifts 20] [--pushes 10]
+                           [--all-commits 1] [--json FILE]
 
 World: a local git repo with N app directories (Service, DestinationRule, VirtualService,
-two ConfigMaps each), a real DirectoryStore, N Applications (automated, prune, selfHeal,
+and ConfigMaps up to --objects each), a real DirectoryStore, N Applications (automated,
+prune, selfHeal,
 `manifest-generate-paths: .`), the controller in-process (self-heal timeout 0, resync 5 s).
 - drift: another store handle rewrites one app's VirtualService (an out-of-band `apply`);
   timed from the store change event the controller receives to (a) the app's status
@@ -11,7 +13,10 @@ two ConfigMaps each), a real DirectoryStore, N Applications (automated, prune, s
 - idle: CPU seconds (ours + git children) per reconcile of all N unchanged apps;
 - webhook: commit to one app's directory, POST a GitHub push payload to /api/webhook,
   time to the app Synced at the new commit; baseline in the same run: `git fetch` of that
-  commit into a warm mirror + render of the same path with an empty manifest cache.
+  commit into a warm mirror + render of the same path with an empty manifest cache;
+- all-apps commit: one commit changing every app's VirtualService, one push webhook
+  naming every changed file; time until every app is Synced at that commit.
+Each phase records the load average when it ends (the box may be shared).
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -44,23 +51,32 @@ from meshpilot.store.base import ChangeEvent
 from meshpilot.store.directory import DirectoryStore
 
 
-def files_for(i: int, weight: int) -> dict[str, str]:
-    ns, name = f"ns{i}", f"svc{i}"
-    return {
+def files_for(i: int, weight: int, objects: int = 5) -> dict[str, str]:
+    """Service, DestinationRule, VirtualService and `objects - 3` ConfigMaps."""
+    name = f"svc{i}"
+    files = {
         f"apps/a{i}/svc.yaml": f"apiVersion: v1\nkind: Service\nmetadata: {{name: {name}}}\n"
         f"spec:\n  ports: [{{port: 80, name: http}}]\n",
         f"apps/a{i}/dr.yaml": f"apiVersion: networking.istio.io/v1\nkind: DestinationRule\n"
         f"metadata: {{name: {name}}}\nspec:\n  host: {name}\n",
-        f"apps/a{i}/vs.yaml": f"apiVersion: networking.istio.io/v1\nkind: VirtualService\n"
+        f"apps/a{i}/vs.yaml": vs_file(i, weight),
+    }
+    for c in range(1, max(objects - 3, 0) + 1):
+        files[f"apps/a{i}/cm{c}.yaml"] = (
+            f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{c}-{i}}}\ndata: {{k: v}}\n"
+        )
+    return files
+
+
+def vs_file(i: int, weight: int) -> str:
+    ns, name = f"ns{i}", f"svc{i}"
+    return (
+        f"apiVersion: networking.istio.io/v1\nkind: VirtualService\n"
         f"metadata: {{name: {name}}}\nspec:\n  hosts: [{name}]\n  http:\n  - route:\n"
         f"    - destination: {{host: {name}}}\n      weight: {weight}\n"
         f"    - destination: {{host: {name}.{ns}.svc.cluster.local}}\n"
-        f"      weight: {100 - weight}\n",
-        f"apps/a{i}/cm1.yaml": f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c1-{i}}}\n"
-        f"data: {{k: v}}\n",
-        f"apps/a{i}/cm2.yaml": f"apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c2-{i}}}\n"
-        f"data: {{k: v}}\n",
-    }
+        f"      weight: {100 - weight}\n"
+    )
 
 
 def app(i: int, repo: str) -> dict[str, Any]:
@@ -93,7 +109,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="bench-gitops-"))
     files: dict[str, str] = {}
     for i in range(args.apps):
-        files.update(files_for(i, 100))
+        files.update(files_for(i, 100, args.objects))
     repo = make_repo(tmp / "repo", files)
     store = DirectoryStore(tmp / "store", poll_interval=0.02)
     other = DirectoryStore(tmp / "store")
@@ -113,6 +129,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             else:
                 marks.setdefault(f"obj:{key.name}:{store.snapshot().version}", now)
                 marks[f"last:{key.kind}:{key.namespace}/{key.name}"] = now
+                marks.setdefault(f"first:{key.kind}:{key.namespace}/{key.name}", now)
 
     store.subscribe(on_change)
     task = asyncio.create_task(controller.run())
@@ -125,6 +142,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     while not all(f"a{i}:Synced:{head}" in marks for i in range(args.apps)):
         await asyncio.sleep(0.05)
     first_sync = time.monotonic() - t0
+    loads = {"initial_sync": load()}
 
     detect, heal = [], []
     for r in range(args.drifts):
@@ -136,38 +154,46 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                    {"destination": {"host": f"svc{i}.ns{i}.svc.cluster.local"},
                     "weight": 50}]}]}}  # fmt: skip
         key = f"last:VirtualService:ns{i}/svc{i}"
+        first = f"first:VirtualService:ns{i}/svc{i}"  # the drift's own event
         marks.pop(f"a{i}:OutOfSync:{head}", None)
         marks.pop(key, None)
+        marks.pop(first, None)
         other.apply([RawDocument("<drift>", 1, doc, {})])
         while key not in marks:
             await asyncio.sleep(0.005)
-        event_at = marks[key]
+        event_at = marks[first]
         while f"a{i}:OutOfSync:{head}" not in marks:
             await asyncio.sleep(0.005)
         detect.append(marks[f"a{i}:OutOfSync:{head}"] - event_at)
         vs_key = ConfigKey(Kind.VIRTUAL_SERVICE, f"ns{i}", f"svc{i}")
         while True:
             live = store.manifest(vs_key) or {}
-            if live["spec"]["http"][0]["route"][0].get("weight") == 100:
+            # restored, and its change event delivered (the store publishes, then calls)
+            if live["spec"]["http"][0]["route"][0].get("weight") == 100 and marks[key] > event_at:
                 break
             await asyncio.sleep(0.005)
         heal.append(marks[key] - event_at)
         await asyncio.sleep(0.05)
+    loads["drift"] = load()
 
     # idle: unchanged apps reconciled by the resync only
     await asyncio.sleep(args.resync + 1)
-    c0, n0 = cpu(), controller.metrics.reconciles
+    repos = renderer.repos
+    assert isinstance(repos, CachingRepoService)
+    c0, n0, g0 = cpu(), controller.metrics.reconciles, repos.git_resolves
     await asyncio.sleep(2 * args.resync)
     idle_cpu = cpu() - c0
     idle_reconciles = controller.metrics.reconciles - n0
+    idle_resolves = repos.git_resolves - g0
     per_pass = idle_cpu / max(idle_reconciles, 1) * args.apps
+    loads["idle"] = load()
 
     webhook, baseline = [], []
     mirror = RepoService(tmp / "baseline-cache")
     mirror.resolve(str(repo.path), "main")
     for r in range(args.pushes):
         i = (r * 7) % args.apps
-        sha = repo.commit({f"apps/a{i}/vs.yaml": files_for(i, 90 - r)[f"apps/a{i}/vs.yaml"]})
+        sha = repo.commit({f"apps/a{i}/vs.yaml": vs_file(i, 90 - r)})
         body = json.dumps({"ref": "refs/heads/main", "after": sha,
                            "repository": {"clone_url": str(repo.path), "default_branch": "main"},
                            "commits": [{"modified": [f"apps/a{i}/vs.yaml"]}]}).encode()  # fmt: skip
@@ -184,13 +210,31 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         fresh.render(RenderRequest(repo_url=str(repo.path), revision=commit, path=f"apps/a{i}"))
         baseline.append(time.monotonic() - b0)
         await asyncio.sleep(0.1)
+    loads["webhook"] = load()
+
+    all_apps = []
+    for r in range(args.all_commits):
+        changed = {f"apps/a{i}/vs.yaml": vs_file(i, 70 - r) for i in range(args.apps)}
+        sha = repo.commit(changed)
+        body = json.dumps({"ref": "refs/heads/main", "after": sha,
+                           "repository": {"clone_url": str(repo.path), "default_branch": "main"},
+                           "commits": [{"modified": sorted(changed)}]}).encode()  # fmt: skip
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/webhook", body,
+                                         {"X-GitHub-Event": "push"}, method="POST")  # fmt: skip
+        start = time.monotonic()
+        await asyncio.to_thread(lambda rq=request: urllib.request.urlopen(rq, timeout=60).read())
+        while not all(f"a{i}:Synced:{sha}" in marks for i in range(args.apps)):
+            await asyncio.sleep(0.02)
+        all_apps.append(max(marks[f"a{i}:Synced:{sha}"] for i in range(args.apps)) - start)
+    loads["all_apps_commit"] = load()
 
     await server.stop()
     controller.stop()
     await task
+    shutil.rmtree(tmp, ignore_errors=True)
     return {
         "apps": args.apps,
-        "objects_per_app": 5,
+        "objects_per_app": args.objects,
         "initial_sync_all_s": round(first_sync, 3),
         "drift_detect_ms_p50": round(statistics.median(detect) * 1000, 1),
         "drift_detect_ms_p99": round(pct(detect, 0.99) * 1000, 1),
@@ -198,18 +242,27 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "self_heal_ms_p99": round(pct(heal, 0.99) * 1000, 1),
         "idle_cpu_s_per_pass_of_all_apps": round(per_pass, 3),
         "idle_reconciles_measured": idle_reconciles,
+        "idle_git_resolves_measured": idle_resolves,
         "webhook_to_synced_ms_p50": round(statistics.median(webhook) * 1000, 1),
         "webhook_to_synced_ms_p99": round(pct(webhook, 0.99) * 1000, 1),
         "baseline_fetch_render_ms_p50": round(statistics.median(baseline) * 1000, 1),
         "ratio_p50": round(statistics.median(webhook) / statistics.median(baseline), 2),
+        "all_apps_commit_to_all_synced_s": [round(x, 2) for x in all_apps],
+        "load_average_1m_after_phase": loads,
     }
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", type=int, default=100)
     parser.add_argument("--drifts", type=int, default=20)
+    parser.add_argument("--objects", type=int, default=5, help="objects per app (>= 3)")
     parser.add_argument("--pushes", type=int, default=10)
+    parser.add_argument("--all-commits", type=int, default=1, help="commits touching all apps")
     parser.add_argument("--resync", type=float, default=5.0)
     parser.add_argument("--json", default="")
     result = asyncio.run(main(parser.parse_args()))

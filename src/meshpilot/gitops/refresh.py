@@ -19,8 +19,7 @@ apps-in-any-namespace naming), see `tracking_name`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
 from meshpilot.config.keys import ConfigKey
@@ -28,22 +27,18 @@ from meshpilot.config.kinds import Kind
 from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
 from meshpilot.gitops.admission import projects_in
-from meshpilot.gitops.diff import Comparison, compare_app, key_of, parse_ignore_differences
+from meshpilot.gitops.diff import compare_app, key_of, parse_ignore_differences
 from meshpilot.gitops.diff.keys import ResourceKey, is_namespaced
+from meshpilot.gitops.diff.memo import PairMemo
 from meshpilot.gitops.diff.tracking import TRACKING_ANNOTATION
 from meshpilot.gitops.errors import ApplicationNotFound, GitopsError
-from meshpilot.gitops.health import AppHealth, analyze_manifests, assess_app
+from meshpilot.gitops.health import analyze_manifests, assess_app
 from meshpilot.gitops.model import (
     Application,
     ApplicationCondition,
     ApplicationStatus,
     AppProject,
     ConditionType,
-    HealthStatus,
-    HealthStatusCode,
-    ResourceStatus,
-    SyncStatus,
-    SyncStatusCode,
 )
 from meshpilot.gitops.projects import (
     CONTROL_NAMESPACE,
@@ -51,25 +46,25 @@ from meshpilot.gitops.projects import (
     application_violations,
     resource_violation,
 )
+from meshpilot.gitops.refresh_state import AppState, SourceRevision, now
 from meshpilot.gitops.render import Renderer, SourceType
-from meshpilot.gitops.render.manifest import Manifest
 from meshpilot.gitops.source import ChartDetector, render_requests, rendered_sources
 from meshpilot.store.writes import ConflictError, LiveStore
 
 __all__ = [
     "AppState",
+    "ProjectSource",
     "RefreshDeps",
     "SourceRevision",
     "app_key",
+    "compare_rendered",
     "now",
     "refresh_app",
+    "render_app",
     "save_status",
+    "store_key",
     "tracking_name",
 ]
-
-
-def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,141 +77,8 @@ class RefreshDeps:
     has_chart: ChartDetector | None = None
     control_namespace: str = CONTROL_NAMESPACE
     assess_mesh: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class SourceRevision:
-    """One rendered source: what it asks for and the commit that answered."""
-
-    repo_url: str
-    path: str
-    target_revision: str
-    commit: str
-    position: int
-
-
-@dataclass(frozen=True, slots=True)
-class AppState:
-    """Everything a refresh learned. `targets` are the rendered manifests (with file and
-    line) of all sources, in order; `comparison`/`health` are None when rendering or the
-    project check failed (then `errors` says why)."""
-
-    app: Application
-    key: ConfigKey
-    tracking: str
-    project: AppProject | None
-    sources: tuple[SourceRevision, ...] = ()
-    targets: tuple[Manifest, ...] = field(default=(), repr=False)
-    # The store objects the comparison looked at (this app's and those at target keys).
-    live: tuple[dict[str, Any], ...] = field(default=(), repr=False)
-    comparison: Comparison | None = field(default=None, repr=False)
-    health: AppHealth | None = None
-    conditions: tuple[ApplicationCondition, ...] = ()
-    # Resources the project refuses (`resource g:k is not permitted in project p`, ...).
-    resource_problems: tuple[str, ...] = ()
-    source_type: str = ""  # Argo CD's: Directory, Helm or Plugin (of the first source)
-    reconciled_at: str = field(default_factory=now)
-
-    @property
-    def errors(self) -> tuple[str, ...]:
-        return tuple(c.message for c in self.conditions if c.type.is_error)
-
-    @property
-    def ok(self) -> bool:
-        return self.comparison is not None and not self.errors
-
-    @property
-    def sync_status(self) -> SyncStatusCode:
-        return self.comparison.status if self.comparison is not None else SyncStatusCode.UNKNOWN
-
-    @property
-    def revision(self) -> str:
-        return self.sources[0].commit if self.sources else ""
-
-    @property
-    def revisions(self) -> list[str]:
-        return [s.commit for s in self.sources]
-
-    def location(self, key: ResourceKey) -> tuple[str, int] | None:
-        """File (relative to its source path) and line a target came from."""
-        manifest = self.target(key)
-        return (manifest.file, manifest.line) if manifest is not None else None
-
-    def target(self, key: ResourceKey) -> Manifest | None:
-        """The rendered manifest at `key` (with its file and field positions)."""
-        namespace = self.app.spec.destination.namespace
-        return next((m for m in self.targets if key_of(m.data, namespace) == key), None)
-
-    def status(self, previous: ApplicationStatus | None = None) -> ApplicationStatus:
-        """The Application's status after this refresh; operationState and history are
-        kept from `previous` (they belong to operations, not to refreshes)."""
-        previous = previous or ApplicationStatus()
-        spec = self.app.spec
-        compared: dict[str, Any] = {
-            "destination": spec.destination.model_dump(by_alias=True, exclude_defaults=True)
-        }
-        if spec.sources:
-            compared["sources"] = [
-                s.model_dump(by_alias=True, exclude_none=True) for s in spec.sources
-            ]
-        elif spec.source is not None:
-            compared["source"] = spec.source.model_dump(by_alias=True, exclude_none=True)
-        multi = bool(spec.sources)
-        sync = SyncStatus(
-            status=self.sync_status,
-            revision="" if multi else self.revision,
-            revisions=self.revisions if multi else [],
-            compared_to=compared,
-        )
-        health = HealthStatus(status=HealthStatusCode.UNKNOWN)
-        if self.health is not None:
-            health = HealthStatus(status=self.health.status, message=self.health.message)
-        return ApplicationStatus(
-            sync=sync,
-            health=health,
-            conditions=_keep_times(list(self.conditions), previous.conditions),
-            operation_state=previous.operation_state,
-            history=previous.history,
-            resources=self._resources(),
-            reconciled_at=self.reconciled_at,
-            observed_at=self.reconciled_at,
-            source_type=self.source_type,
-            summary=previous.summary,
-        )
-
-    def _resources(self) -> list[ResourceStatus]:
-        if self.comparison is None:
-            return []
-        out = []
-        for res in self.comparison.resources:
-            k = res.key
-            h = self.health.resources.get(k) if self.health is not None else None
-            obj = res.target or res.live or {}
-            version = str(obj.get("apiVersion") or "").rpartition("/")[2]
-            out.append(
-                ResourceStatus(
-                    group=k.group,
-                    version=version,
-                    kind=k.kind,
-                    namespace=k.namespace,
-                    name=k.name,
-                    status=res.status,
-                    health=HealthStatus(status=h.status, message=h.message) if h else None,
-                    requires_pruning=res.requires_pruning,
-                )
-            )
-        return out
-
-
-def _keep_times(
-    conditions: list[ApplicationCondition], previous: Sequence[ApplicationCondition]
-) -> list[ApplicationCondition]:
-    """A condition that was already there keeps its lastTransitionTime."""
-    seen = {(c.type, c.message): c.last_transition_time for c in previous}
-    return [
-        c.model_copy(update={"last_transition_time": seen.get((c.type, c.message)) or now()})
-        for c in conditions
-    ]
+    # remembered per-resource comparisons (the controller's, whose store shares manifests)
+    pairs: PairMemo | None = None
 
 
 def app_key(app: Application) -> ConfigKey:
@@ -237,8 +99,20 @@ def refresh_app(
 ) -> AppState:
     """Render, compare and assess `app` against the live store (see the module docstring).
     `revisions` overrides targetRevision per source position (sync --revision, rollback)."""
+    state = render_app(app, deps, revisions=revisions)
+    return state if state.conditions else compare_rendered(state, deps)
+
+
+def render_app(
+    app: Application, deps: RefreshDeps, *, revisions: Sequence[str] | None = None
+) -> AppState:
+    """The first half of a refresh: project checks and rendering. The result has `sources`
+    and `targets`, and no comparison yet; or `conditions` saying why not."""
     snapshot = deps.store.snapshot()
-    index = ProjectIndex(projects_in(snapshot), deps.control_namespace)
+    projects = deps.store.projects() if isinstance(deps.store, ProjectSource) else None
+    index = ProjectIndex(
+        projects_in(snapshot) if projects is None else projects, deps.control_namespace
+    )
     base = AppState(
         app=app,
         key=app_key(app),
@@ -274,7 +148,15 @@ def refresh_app(
     )
     targets = tuple(m for _, result in rendered for m in result.manifests)
     kind = _SOURCE_TYPES.get(requests[0].source_type, "Plugin")
-    return _compare(replace(base, source_type=kind), sources, targets, deps)
+    return replace(base, source_type=kind, sources=sources, targets=targets)
+
+
+@runtime_checkable
+class ProjectSource(Protocol):
+    """A store that keeps its AppProjects at hand (the controller's view), so a refresh
+    need not walk every object to find them."""
+
+    def projects(self) -> list[AppProject]: ...
 
 
 _SOURCE_TYPES = {SourceType.DIRECTORY: "Directory", SourceType.HELM: "Helm"}
@@ -285,12 +167,9 @@ class _SourceFailed(Exception):
         super().__init__(f"failed to generate manifest for source {number} of {total}: {message}")
 
 
-def _compare(
-    base: AppState,
-    sources: tuple[SourceRevision, ...],
-    targets: tuple[Manifest, ...],
-    deps: RefreshDeps,
-) -> AppState:
+def compare_rendered(base: AppState, deps: RefreshDeps) -> AppState:
+    """The second half of a refresh: compare `render_app`'s targets with the live objects
+    and assess health."""
     app = base.app
     namespace = app.spec.destination.namespace
     conditions: list[ApplicationCondition] = []
@@ -303,11 +182,13 @@ def _compare(
         )
     except MeshpilotError as exc:
         conditions.append(_condition(ConditionType.COMPARISON_ERROR, str(exc)))
-        return replace(base, sources=sources, targets=targets, conditions=tuple(conditions))
-    target_data = [m.data for m in targets]
+        return replace(base, conditions=tuple(conditions))
+    target_data = [m.data for m in base.targets]
     wanted = {key_of(t, namespace) for t in target_data}
     live = _live_objects(deps.store, base.tracking, wanted)
-    comparison = compare_app(base.tracking, target_data, live, namespace=namespace, ignore=ignore)
+    comparison = compare_app(
+        base.tracking, target_data, live, namespace=namespace, ignore=ignore, memo=deps.pairs
+    )
     findings = None
     if deps.assess_mesh:
         findings = analyze_manifests(_all_manifests(deps.store))
@@ -325,8 +206,6 @@ def _compare(
                 problems.append(problem)
     return replace(
         base,
-        sources=sources,
-        targets=targets,
         live=tuple(live),
         comparison=comparison,
         health=health,
@@ -347,7 +226,7 @@ def _live_objects(
     tracking id names the app (compare_app checks the id fully). A store with an ownership
     index (the controller's view) answers without walking every object."""
     if isinstance(store, TrackingIndex):
-        keys = store.tracked_keys(tracking) | {k for w in wanted if (k := _config_key(w))}
+        keys = store.tracked_keys(tracking) | {k for w in wanted if (k := store_key(w))}
         found = ((key, store.manifest(key)) for key in sorted(keys))
         return [m for _, m in found if m is not None and _belongs(m, tracking, wanted)]
     out = []
@@ -369,7 +248,7 @@ def _belongs(manifest: dict[str, Any], tracking: str, wanted: set[ResourceKey]) 
     return owner.startswith(f"{tracking}:") or key_of(manifest) in wanted
 
 
-def _config_key(key: ResourceKey) -> ConfigKey | None:
+def store_key(key: ResourceKey) -> ConfigKey | None:
     try:
         kind = Kind(key.kind)
     except ValueError:

@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from meshpilot.config.diagnostics import Diagnostic, Severity
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import CLUSTER_SCOPED, Kind
@@ -49,6 +47,7 @@ from meshpilot.store.writes import (
     DeleteResult,
     prepare_manifest,
 )
+from meshpilot.store.yaml_files import YAMLError, dump_manifest, load_manifest
 
 __all__ = ["DirectoryStore", "StoreError"]
 
@@ -232,17 +231,17 @@ class DirectoryStore:
 
     def _read_file(self, key: ConfigKey) -> Manifest | None:
         try:
-            data = yaml.safe_load(self._path(key).read_text(encoding="utf-8"))
+            data = load_manifest(self._path(key).read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        except (OSError, yaml.YAMLError) as exc:
+        except (OSError, YAMLError) as exc:
             raise StoreError(f"{self._path(key)}: cannot read the stored object: {exc}") from exc
         return data if isinstance(data, dict) else None
 
     def _write_file(self, key: ConfigKey, manifest: Manifest) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        text = yaml.safe_dump(manifest, sort_keys=False, default_flow_style=False)
+        text = dump_manifest(manifest)
         fd, tmp = tempfile.mkstemp(prefix=f".{key.name}.", suffix=".tmp", dir=path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -2,14 +2,17 @@
 
 It reconciles every Application in the store:
 - on the resync interval (Argo CD's `timeout.reconciliation` / `--app-resync`, 180 s by
-  default), resolving the branch again;
+  default), resolving each branch once per pass for all its apps; an app whose inputs
+  did not change since its last quiet comparison is not compared again (reconcile.py);
 - at once when a push webhook names the app's repo and branch;
 - at once when the store reports a change of an object the app owns (drift): the store's
   change event maps to the owning app through the last comparison and the tracking
-  annotation, and the app is compared against the revision it already knows (no git);
+  annotation, and the app is compared against the revision it already knows (no git),
+  its status written before the mesh analysis of the whole store, whose verdict follows;
 - when the Application's spec or its AppProject changes.
 A reconcile runs in a worker thread (git, rendering and comparison block); each app is
-reconciled by one worker at a time. Notifications are queued, never awaited here.
+reconciled by one worker at a time, and one worker takes only urgent work (drift,
+webhooks, requests): it never waits behind a resync. Notifications are never awaited.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ from meshpilot.gitops.controller.push import PushEvent, push_concerns
 from meshpilot.gitops.controller.queue import Level, WorkQueue
 from meshpilot.gitops.controller.reconcile import Reconciler, ReconcileResult
 from meshpilot.gitops.controller.revisions import CachingRepoService
+from meshpilot.gitops.controller.schedule import DueHeap
 from meshpilot.gitops.controller.view import StoreView
+from meshpilot.gitops.diff.memo import PairMemo
 from meshpilot.gitops.diff.tracking import TRACKING_ANNOTATION, parse_tracking_id
 from meshpilot.gitops.model import Application
 from meshpilot.gitops.notify.delivery import Notifier
@@ -62,7 +67,8 @@ class WatchedStore(LiveStore, Protocol):
 class ControllerSettings:
     app_resync: float = 180.0  # seconds between reconciles of an unchanged app
     self_heal_timeout: float = 5.0  # Argo CD's --self-heal-timeout-seconds
-    workers: int = 2  # reconciles in flight (Argo CD's status processors)
+    workers: int = 2  # reconciles in flight (Argo CD's status processors), plus one
+    # that takes only urgent work (drift, webhooks, requests), never a resync
     control_namespace: str = CONTROL_NAMESPACE
 
 
@@ -100,6 +106,7 @@ class Controller:
             has_chart=has_chart,
             control_namespace=self.settings.control_namespace,
             assess_mesh=False,  # findings come once per store version from the view
+            pairs=PairMemo(),
         )
         self.stopping = threading.Event()
         lock_dir = Path(store.root) / ".gitops" / "locks"
@@ -115,6 +122,7 @@ class Controller:
         self._listeners: list[Callable[[ReconcileResult], None]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wake = asyncio.Event()
+        self._due = DueHeap()  # resyncs by due time
         self._stop = asyncio.Event()
         self.ready = asyncio.Event()
 
@@ -137,6 +145,7 @@ class Controller:
                 asyncio.create_task(self._work(), name=f"reconcile-{i}")
                 for i in range(max(self.settings.workers, 1))
             ),
+            asyncio.create_task(self._work(urgent_only=True), name="reconcile-urgent"),
         ]
         self.ready.set()
         try:
@@ -299,35 +308,38 @@ class Controller:
         # as _wake is set, and run() would then wait for this task forever on shutdown.
         while not self.stopping.is_set():
             now = time.monotonic()
-            due = sorted(
-                (r.next_due, k) for k, r in self.apps.items() if r.next_due and r.next_due <= now
-            )
             room = max(2 * max(self.settings.workers, 1) - len(self.queue), 0)
-            if due and room:
-                taken = [k for _, k in due[:room]]
+            due = self._due.take(now, room, self._next_due)
+            if due:
                 repos = self.renderer.repos
                 if isinstance(repos, CachingRepoService):
-                    # a revision resolved after the app fell due is fresh enough for it
-                    repos.expire(_urls(self.apps[k].app for k in taken), before=due[0][0])
-                for key in taken:
+                    # One resolution per repo per pass: one made after these apps were last
+                    # reconciled is fresh enough (the first app of a pass asks git again).
+                    since = due[0][0] - interval
+                    repos.expire(_urls(self.apps[k].app for _, k in due), before=since)
+                for _, key in due:
                     self.apps[key].next_due = 0.0  # set again when the reconcile ends
                     self.queue.add(key, Level.LATEST, "resync", urgent=False)
-            pending = [r.next_due for r in self.apps.values() if r.next_due]
-            delay = min(pending, default=now + interval) - time.monotonic()
-            if len(due) > room:
+            head = self._due.head() or now + interval
+            delay = head - time.monotonic()
+            if head <= now:
                 delay = interval  # the rest when a reconcile ends (it sets _wake)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), max(min(delay, interval), 0.01))
 
+    def _next_due(self, key: ConfigKey) -> float | None:
+        return record.next_due if (record := self.apps.get(key)) is not None else None
+
     # -- workers -------------------------------------------------------------------------
 
-    async def _work(self) -> None:
+    async def _work(self, urgent_only: bool = False) -> None:
         while True:
-            item = await self.queue.get()
+            item = await self.queue.get(urgent_only=urgent_only)
             self._started[item.key] = time.monotonic()
             try:
-                result = await asyncio.to_thread(self.reconciler.reconcile, item.key)
+                fresh = item.reason not in _REPORT_FIRST
+                result = await asyncio.to_thread(self.reconciler.reconcile, item.key, fresh)
             except Exception as exc:  # one app's failure must not stop the controller
                 log.exception("reconcile of %s failed", item.key)
                 result = ReconcileResult(item.key, exists=True, errors=(str(exc),))
@@ -346,6 +358,7 @@ class Controller:
             self._index(key, record, result.owned)
             record.last = result
             record.next_due = time.monotonic() + self.settings.app_resync
+            self._due.push(record.next_due, key)
             self._wake.set()
             if result.outcome is not None:
                 project = record.app.spec.project_name
@@ -353,6 +366,8 @@ class Controller:
                 self.metrics.count_sync(key.namespace, key.name, project, phase)
             if result.wait is not None:
                 self.queue.add_after(result.wait, key, Level.RECENT, "self-heal")
+            if result.stale_health:  # health again, with the findings of the new store
+                self.queue.add(key, Level.RECENT, "mesh findings", urgent=False)
         if self.notifier is not None:
             for event in result.events:
                 self.notifier.submit(event)
@@ -373,6 +388,12 @@ class Controller:
         for resource in owned:
             self._owners.setdefault(resource, set()).add(key)
         record.owned = owned
+
+
+# Status first, the analysis of the store's mesh in a follow-up; a refresh request waits.
+_REPORT_FIRST = frozenset(
+    {"drift", "webhook", "resync", "self-heal", "start", "application added", "project changed"}
+)
 
 
 def _urls(apps: Iterable[Application]) -> set[str]:

@@ -40,6 +40,7 @@ class WorkQueue:
         self._again: dict[ConfigKey, WorkItem] = {}
         self._timers: dict[ConfigKey, asyncio.TimerHandle] = {}
         self._ready = asyncio.Event()
+        self._urgent_ready = asyncio.Event()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -56,10 +57,13 @@ class WorkQueue:
             if urgent and key in self._normal:
                 self._normal.remove(key)
                 self._urgent.append(key)
+                self._urgent_ready.set()
             return
         self._items[key] = item
         (self._urgent if urgent else self._normal).append(key)
         self._ready.set()
+        if urgent:
+            self._urgent_ready.set()
 
     def add_after(self, delay: float, key: ConfigKey, level: Level, reason: str) -> None:
         """Queue `key` in `delay` seconds (an earlier pending timer wins)."""
@@ -76,10 +80,13 @@ class WorkQueue:
 
         self._timers[key] = loop.call_later(max(delay, 0.0), fire)
 
-    async def get(self) -> WorkItem:
-        while not (self._urgent or self._normal):
-            self._ready.clear()
-            await self._ready.wait()
+    async def get(self, *, urgent_only: bool = False) -> WorkItem:
+        """The next item, urgent first; `urgent_only`: wait for an urgent one (a lane kept
+        free of resyncs, so drift and webhooks never wait behind a slow one)."""
+        while not (self._urgent or (self._normal and not urgent_only)):
+            ready = self._urgent_ready if urgent_only else self._ready
+            ready.clear()
+            await ready.wait()
         key = self._urgent.popleft() if self._urgent else self._normal.popleft()
         item = self._items.pop(key)
         self._active.add(key)

@@ -13,9 +13,11 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
 from meshpilot.gitops.controller.autosync import AutoSync, decide
+from meshpilot.gitops.controller.findings import Findings
+from meshpilot.gitops.controller.fingerprint import Fingerprint, fingerprint, wanted_keys
 from meshpilot.gitops.controller.view import StoreView
 from meshpilot.gitops.diff.keys import ResourceKey
-from meshpilot.gitops.health import assess_app
+from meshpilot.gitops.health import MeshFindings, assess_app
 from meshpilot.gitops.model import (
     Application,
     ApplicationCondition,
@@ -32,7 +34,17 @@ from meshpilot.gitops.notify.events import (
     now,
     transitions,
 )
-from meshpilot.gitops.refresh import AppState, RefreshDeps, refresh_app, save_status
+from meshpilot.gitops.refresh import (
+    AppState,
+    RefreshDeps,
+    SourceRevision,
+    compare_rendered,
+    refresh_app,
+    render_app,
+    save_status,
+    store_key,
+    tracking_name,
+)
 from meshpilot.gitops.sync.execute import execute_sync
 from meshpilot.gitops.sync.operation import (
     OperationInProgress,
@@ -60,7 +72,19 @@ class ReconcileResult:
     final_status: str = ""  # after the auto-sync, if one ran
     seconds: float = 0.0
     status_written: bool = False
+    skipped: bool = False  # nothing changed since the last comparison: not compared again
+    stale_health: bool = False  # health used mesh findings older than the store
     errors: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class _Quiet:
+    """A comparison that found nothing to do: its inputs, and what it answered."""
+
+    inputs: Fingerprint
+    sources: tuple[SourceRevision, ...]
+    wanted: frozenset[ConfigKey]
+    result: ReconcileResult
 
 
 def config_key(key: ResourceKey) -> ConfigKey | None:
@@ -85,29 +109,54 @@ class Reconciler:
         self.lock_dir = lock_dir
         self.stopping = stopping
         self._finished: dict[ConfigKey, float] = {}  # our own syncs' ends (UNIX time)
+        # per app: the inputs and result of the last comparison that found nothing to do
+        self._quiet: dict[ConfigKey, _Quiet] = {}
 
-    def reconcile(self, key: ConfigKey) -> ReconcileResult:
+    def reconcile(self, key: ConfigKey, fresh: bool = True) -> ReconcileResult:
+        """`fresh=False` (drift, webhook, resync): health may use the mesh findings from
+        before the latest mesh change (the result says so with `stale_health`; the
+        controller looks again). An app whose inputs did not change since its last quiet
+        comparison is not rendered or compared again (`skipped`)."""
         started = time.perf_counter()
         app = self._load(key)
         if app is None:
             self._finished.pop(key, None)
+            self._quiet.pop(key, None)
             return ReconcileResult(key, exists=False)
+        findings = self.view.findings(wait=fresh)
+        stale = not fresh and not self.view.findings_current()
+        quiet = self._quiet.pop(key, None)
+        if quiet is not None and not stale and self._unchanged(app, quiet, findings):
+            # nothing the comparison reads changed since it last found nothing to do
+            self._quiet[key] = quiet
+            return replace(quiet.result, seconds=time.perf_counter() - started, skipped=True)
+        rendered = render_app(app, self.deps)
+        inputs = None
+        if not rendered.conditions:
+            wanted = wanted_keys(rendered, store_key)
+            commits = tuple(s.commit for s in rendered.sources)
+            inputs = self._inputs(app, commits, rendered.tracking, wanted, findings)
         before = facts_of(app, key.namespace)
-        state = self.refresh(app)
+        compared = compare_rendered(rendered, self.deps) if inputs is not None else rendered
+        state = self._assessed(compared, findings.by_resource)
         decision = decide(
             app, state, self.self_heal_timeout, time.time(), self._finished.get(key, 0)
         )
         status = _with_sync_error(state.status(previous=app.status), decision)
-        written = self._save(key, app.status, status)
+        # A new revision about to be synced: its status is written once, after the sync
+        # (Argo CD persists the comparison with the operation it starts). Drift is written
+        # at once: OutOfSync is what a user watching the app must see, healed or not.
+        written = decision.sync and not decision.self_heal
+        written = written or self._save(key, app.status, status)
         after = facts_of(app.model_copy(update={"status": status}), key.namespace)
         events = [_event(t, after) for t in transitions(before, after)]
         outcome = None
         found = str(state.sync_status)
         if decision.sync:
-            outcome, more, state = self._auto_sync(key, app, after, decision)
+            outcome, more, state, stale = self._auto_sync(key, app, after, decision, fresh)
             events += more
             written = True
-        return ReconcileResult(
+        result = ReconcileResult(
             key=key,
             exists=True,
             owned=_owned(state),
@@ -120,15 +169,54 @@ class Reconciler:
             seconds=time.perf_counter() - started,
             status_written=written,
             errors=state.errors,
+            stale_health=stale,
         )
+        if (
+            not stale
+            and inputs is not None
+            and state.ok
+            and not written
+            and decision == AutoSync(False, decision.reason)
+            and len(rendered.sources) == len(app.spec.all_sources)  # no unrendered `ref`
+        ):
+            quiet_result = replace(result, events=())
+            self._quiet[key] = _Quiet(inputs, rendered.sources, wanted, quiet_result)
+        return result
 
     def refresh(self, app: Application) -> AppState:
         """refresh_app, with health judged against the mesh findings of the whole store
         (computed once per store version rather than once per app)."""
-        state = refresh_app(app, self.deps)
+        return self._assessed(refresh_app(app, self.deps), self.view.mesh_findings())
+
+    def _assessed(self, state: AppState, findings: MeshFindings) -> AppState:
         if state.comparison is None:
             return state
-        return replace(state, health=assess_app(state.comparison, self.view.mesh_findings()))
+        return replace(state, health=assess_app(state.comparison, findings))
+
+    def _inputs(
+        self,
+        app: Application,
+        commits: tuple[str, ...],
+        tracking: str,
+        wanted: frozenset[ConfigKey],
+        findings: Findings,
+    ) -> Fingerprint:
+        live = self.view.tracked_keys(tracking) | wanted
+        objects = self.view.snapshot().objects
+        return fingerprint(app, commits, live, objects, self.view.projects(), findings.by_key)
+
+    def _unchanged(self, app: Application, quiet: _Quiet, findings: Findings) -> bool:
+        """The inputs of the last quiet comparison, checked without rendering: the same
+        sources resolve to the same commits (from the repo service's memory)."""
+        if app is not quiet.inputs.app:
+            return False
+        repos = self.deps.renderer.repos
+        try:
+            commits = tuple(repos.resolve(s.repo_url, s.target_revision) for s in quiet.sources)
+        except MeshpilotError:
+            return False
+        tracking = tracking_name(app, self.deps.control_namespace)
+        return self._inputs(app, commits, tracking, quiet.wanted, findings).same(quiet.inputs)
 
     def _load(self, key: ConfigKey) -> Application | None:
         obj = self.view.get(key)
@@ -172,8 +260,10 @@ class Reconciler:
         return True
 
     def _auto_sync(
-        self, key: ConfigKey, app: Application, facts: AppFacts, decision: AutoSync
-    ) -> tuple[SyncOutcome | None, list[NotificationEvent], AppState]:
+        self, key: ConfigKey, app: Application, facts: AppFacts, decision: AutoSync, fresh: bool
+    ) -> tuple[SyncOutcome | None, list[NotificationEvent], AppState, bool]:
+        """The sync, then the app's status after it (with the mesh findings as `reconcile`
+        got them: stale ones for drift, and then the returned flag is set)."""
         policy = app.spec.sync_policy
         prune = bool(policy and policy.automated and policy.automated.prune)
         running = replace(
@@ -195,7 +285,9 @@ class Reconciler:
             outcome = SyncOutcome(OperationPhase.ERROR, str(exc))
         self._finished[key] = time.time()
         synced = self._load(key) or app
-        state = self.refresh(synced)
+        findings = self.view.findings(wait=fresh)
+        stale = not fresh and not self.view.findings_current()
+        state = self._assessed(refresh_app(synced, self.deps), findings.by_resource)
         status = state.status(previous=synced.status)
         own_op = outcome is not None and outcome.phase is OperationPhase.ERROR
         if own_op and outcome is not None:
@@ -204,7 +296,7 @@ class Reconciler:
         final = facts_of(synced.model_copy(update={"status": status}), key.namespace)
         if outcome is not None:
             events += [_event(t, final) for t in transitions(running, final)]
-        return outcome, events, state
+        return outcome, events, state, stale
 
     def _sleep(self, seconds: float) -> None:
         """Retry backoff that a shutdown cuts short."""

@@ -34,18 +34,30 @@ class CachingRepoService(RepoService):
         super().__init__(cache_root, credentials, timeout, base_env, trust)
         self._resolved: dict[tuple[str, str], tuple[str, float]] = {}
         self._memo_lock = threading.Lock()
+        self._flights: dict[tuple[str, str], threading.Lock] = {}
+        self._expired: dict[str, float] = {}  # URL → last expiry "now" (not a resync's)
+        self._expired_all = 0.0
         self.git_resolves = 0  # resolutions that asked git (for tests and the benchmark)
 
     def resolve(self, url: str, revision: str) -> str:
         key = (normalize_url(url), revision.strip() or "HEAD")
         with self._memo_lock:
             hit = self._resolved.get(key)
+            flight = self._flights.setdefault(key, threading.Lock())
         if hit is not None:
             return hit[0]
-        commit = super().resolve(url, revision)
-        with self._memo_lock:
-            self._resolved[key] = (commit, time.monotonic())
-            self.git_resolves += 1
+        with flight:  # one git resolution per key at a time; the others wait and reuse it
+            with self._memo_lock:
+                hit = self._resolved.get(key)
+            if hit is not None:
+                return hit[0]
+            started = time.monotonic()
+            commit = super().resolve(url, revision)
+            with self._memo_lock:
+                self.git_resolves += 1
+                # an expiry while git ran (a push webhook) may postdate what git saw
+                if started > max(self._expired.get(key[0], 0.0), self._expired_all):
+                    self._resolved[key] = (commit, started)
         return commit
 
     def expire(self, urls: Iterable[str] | None = None, before: float | None = None) -> None:
@@ -53,6 +65,12 @@ class CachingRepoService(RepoService):
         wanted = None if urls is None else {normalize_url(u) for u in urls}
         limit = time.monotonic() if before is None else before
         with self._memo_lock:
+            if before is None:
+                stamp = time.monotonic()
+                if wanted is None:
+                    self._expired_all = stamp
+                for url in wanted or ():
+                    self._expired[url] = stamp
             for key, (_, at) in list(self._resolved.items()):
                 if (wanted is None or key[0] in wanted) and at <= limit:
                     del self._resolved[key]

@@ -17,15 +17,17 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
 from meshpilot.config.yaml_source import RawDocument
+from meshpilot.gitops.controller.findings import Findings, MeshAnalysis, mesh_objects
 from meshpilot.gitops.diff.tracking import TRACKING_ANNOTATION
-from meshpilot.gitops.health import MeshFindings, analyze_manifests
+from meshpilot.gitops.health import MeshFindings
+from meshpilot.gitops.model import AppProject
 from meshpilot.store.base import ChangeEvent, ChangeHandler, StoreSnapshot
 from meshpilot.store.writes import ApplyResult, DeleteResult, LiveStore
 
 __all__ = ["StoreView"]
 
 # Our own kinds: their writes (status above all) never change what the mesh thinks.
-_NOT_MESH = frozenset({Kind.APPLICATION, Kind.APP_PROJECT})
+_GITOPS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT})
 
 
 class StoreView:
@@ -34,8 +36,14 @@ class StoreView:
     def __init__(self, store: LiveStore) -> None:
         self.store = store
         self._copies: dict[ConfigKey, tuple[ConfigObject[Any], dict[str, Any]]] = {}
-        self._findings: tuple[dict[ConfigKey, ConfigObject[Any]], MeshFindings] | None = None
+        # findings and the count of mesh changes they saw (events say what changed)
+        self._findings: tuple[int, Findings] | None = None
+        self._mesh_changes = 0
         self._lock = threading.Lock()
+        self._analysis = MeshAnalysis()
+        self._projects: list[AppProject] | None = None
+        self._project_changes = 0
+        self._analysis_lock = threading.Lock()
         # tracking index: key → (object it was read from, owning app's tracking name)
         self._owner: dict[ConfigKey, tuple[ConfigObject[Any], str]] | None = None
         self._by_app: dict[str, set[ConfigKey]] = {}
@@ -64,6 +72,20 @@ class StoreView:
             with self._lock:
                 self._copies[key] = (obj, manifest)
         return manifest
+
+    def projects(self) -> list[AppProject]:
+        """The stored AppProjects, found by a walk of the store only after one changed."""
+        with self._lock:
+            cached, generation = self._projects, self._project_changes
+        if cached is not None:
+            return cached
+        snapshot = self.store.snapshot()
+        found = [o.model for o in snapshot.of_kind(Kind.APP_PROJECT)]
+        projects = [p for p in found if isinstance(p, AppProject)]
+        with self._lock:
+            if generation == self._project_changes:  # no project event meanwhile
+                self._projects = projects
+        return projects
 
     def apply(
         self, documents: Sequence[RawDocument], *, dry_run: bool = False
@@ -115,25 +137,46 @@ class StoreView:
 
     def _on_change(self, event: ChangeEvent) -> None:
         with self._lock:
+            if any(k.kind not in _GITOPS for k in event.keys):  # mesh settings count
+                self._mesh_changes += 1
+            if any(k.kind is Kind.APP_PROJECT for k in event.keys):
+                self._projects, self._project_changes = None, self._project_changes + 1
             if self._owner is not None:
                 self._dirty.update(event.keys)
 
     # -- mesh findings ---------------------------------------------------------------------
 
-    def mesh_findings(self) -> MeshFindings:
+    def mesh_findings(self, *, wait: bool = True) -> MeshFindings:
         """Validation and analyzer findings of the whole store's mesh objects; computed
-        again only when a mesh object changed (not on an Application's status write)."""
-        snapshot = self.store.snapshot()
-        mesh = {k: o for k, o in snapshot.objects.items() if k.kind not in _NOT_MESH}
+        again only after a mesh object changed (not on an Application's status write), and
+        then from the store's typed objects with only the changed kinds re-indexed.
+        `wait=False`: the last findings, even if a mesh object changed since (drift is
+        reported without waiting for an analysis of the whole store)."""
+        return self.findings(wait=wait).by_resource
+
+    def findings(self, *, wait: bool = True) -> Findings:
+        """mesh_findings, also by store key."""
         with self._lock:
-            cached = self._findings
-        if cached is not None and _same(cached[0], mesh):
+            cached, generation = self._findings, self._mesh_changes
+        if cached is not None and (cached[0] == generation or not wait):
             return cached[1]
-        manifests = [m for k in sorted(mesh) if (m := self.manifest(k)) is not None]
-        findings = analyze_manifests(manifests)
-        with self._lock:
-            self._findings = (mesh, findings)
+        with self._analysis_lock:  # one analysis at a time; a second caller reuses it
+            with self._lock:
+                cached, generation = self._findings, self._mesh_changes
+            if cached is not None and cached[0] == generation:
+                return cached[1]
+            snapshot = self.store.snapshot()
+            findings = self._analysis.analyze(snapshot, mesh_objects(snapshot), self._api_version)
+            with self._lock:
+                self._findings = (generation, findings)
         return findings
+
+    def findings_current(self) -> bool:
+        with self._lock:
+            return self._findings is not None and self._findings[0] == self._mesh_changes
+
+    def _api_version(self, key: ConfigKey) -> str:
+        return str((self.manifest(key) or {}).get("apiVersion") or "")
 
     def forget(self, keys: frozenset[ConfigKey]) -> None:
         """Drop copies of removed objects (changed ones are replaced on their next read)."""
@@ -142,8 +185,3 @@ class StoreView:
                 self._copies.pop(key, None)
             if self._owner is not None:
                 self._dirty.update(keys)
-
-
-def _same(a: dict[ConfigKey, ConfigObject[Any]], b: dict[ConfigKey, ConfigObject[Any]]) -> bool:
-    """The same objects (by identity: the store replaces an object it re-reads)."""
-    return len(a) == len(b) and all(b.get(k) is o for k, o in a.items())

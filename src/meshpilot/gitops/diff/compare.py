@@ -17,6 +17,7 @@ from meshpilot.gitops.diff.annotations import COMPARE_OPTIONS, is_hook, options_
 from meshpilot.gitops.diff.ignore import IgnoreRule
 from meshpilot.gitops.diff.keys import Manifest, ResourceKey, key_of
 from meshpilot.gitops.diff.mask import mask_secrets
+from meshpilot.gitops.diff.memo import PairMemo
 from meshpilot.gitops.diff.normalize import ManifestNormalizer
 from meshpilot.gitops.diff.result import Comparison, Condition, DiffResult, ResourceResult
 from meshpilot.gitops.diff.text import unified_diff
@@ -33,9 +34,11 @@ def compare_app(
     *,
     namespace: str = "",
     ignore: tuple[IgnoreRule, ...] = (),
+    memo: PairMemo | None = None,
 ) -> Comparison:
     """Compare `targets` with `live` (which may hold the whole store: objects that neither
-    match a target nor belong to `app` are left alone). `namespace` is the destination."""
+    match a target nor belong to `app` are left alone). `namespace` is the destination;
+    `memo` remembers pairs already compared (see memo.py)."""
     normalizer = ManifestNormalizer(default_namespace=namespace, ignore=ignore)
     hooks = tuple(t for t in targets if is_hook(t))
     conditions: list[Condition] = []
@@ -60,7 +63,7 @@ def compare_app(
     for key, target in wanted.items():
         current = stored.get(key)
         owner = owner_of(current) if current is not None else None
-        result = _pair(app, key, target, current, normalizer)
+        result = _memo_pair(memo, app, key, target, current, normalizer)
         if owner is not None and owner != app:
             result = _conflict(result, owner)
             conditions.append(
@@ -72,7 +75,7 @@ def compare_app(
         results.append(result)
     for key, current in stored.items():
         if key not in wanted and owner_of(current) == app:
-            results.append(_pair(app, key, None, current, normalizer))
+            results.append(_memo_pair(memo, app, key, None, current, normalizer))
     results.sort(key=lambda r: r.key)
     return Comparison(app, tuple(results), hooks, tuple(conditions))
 
@@ -89,6 +92,21 @@ def diff_objects(
         shown_target, shown_live = mask_secrets(norm_target, norm_live)
         text = unified_diff(shown_live, shown_target, label)
     return DiffResult(modified, norm_live, norm_target), text
+
+
+def _memo_pair(
+    memo: PairMemo | None,
+    app: str,
+    key: ResourceKey,
+    target: Manifest | None,
+    live: Manifest | None,
+    normalizer: ManifestNormalizer,
+) -> ResourceResult:
+    if memo is None:
+        return _pair(app, key, target, live, normalizer)
+    return memo.pair(
+        app, key, target, live, normalizer, lambda: _pair(app, key, target, live, normalizer)
+    )
 
 
 def _pair(

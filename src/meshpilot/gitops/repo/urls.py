@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -28,10 +29,16 @@ def normalize_url(url: str) -> str:
     """Argo CD style: no credentials, lower-case, no trailing slash or .git; paths absolute."""
     if url.startswith("file://"):
         url = url[len("file://") :]
-    if is_local(url):
-        return "file://" + str(Path(url).resolve())
+    if is_local(url):  # absolute paths remembered (a relative one depends on the cwd)
+        return _local(url) if url.startswith("/") else "file://" + str(Path(url).resolve())
     out = scrub(url.strip()).lower().rstrip("/")
     return out.removesuffix(".git")
+
+
+@functools.lru_cache(maxsize=1024)
+def _local(path: str) -> str:
+    """Remembered: every render and resolve asks, and resolving a path is a few syscalls."""
+    return "file://" + str(Path(path).resolve())
 
 
 def cache_key(url: str) -> str:

@@ -1,0 +1,64 @@
+"""Revision memory shared by the apps of a pass (one git resolution per repo and branch,
+even when several workers ask at once) and the queue's urgent-only lane."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
+from meshpilot.gitops.controller import CachingRepoService, Level, WorkQueue
+from tests.gitops_fixtures import make_repo
+
+
+def test_concurrent_resolutions_ask_git_once(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.yaml": "x: 1\n"})
+    repos = CachingRepoService(tmp_path / "cache")
+    head = repo.git("rev-parse", "HEAD")
+    found: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: found.append(repos.resolve(str(repo.path), "main")))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert found == [head] * 4
+    assert repos.git_resolves == 1
+
+
+def test_expiry_by_time_keeps_newer_resolutions(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo", {"a.yaml": "x: 1\n"})
+    repos = CachingRepoService(tmp_path / "cache")
+    url = str(repo.path)
+    first = repos.resolve(url, "main")
+    newer = repo.commit({"a.yaml": "x: 2\n"})
+    repos.expire([url], before=time.monotonic() - 60)  # resolved after: still fresh
+    assert repos.resolve(url, "main") == first and repos.git_resolves == 1
+    repos.expire([url], before=time.monotonic())  # a pass that started after it
+    assert repos.resolve(url, "main") == newer and repos.git_resolves == 2
+    repos.expire([url])  # a webhook: everything before now
+    assert repos.known(url, "main") is None
+
+
+def test_urgent_lane_takes_no_resync() -> None:
+    key = {n: ConfigKey(Kind.APPLICATION, "argocd", n) for n in ("resync", "drift")}
+
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add(key["resync"], Level.LATEST, "resync", urgent=False)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(queue.get(urgent_only=True), 0.05)
+        waiting = asyncio.create_task(queue.get(urgent_only=True))
+        await asyncio.sleep(0)
+        queue.add(key["drift"], Level.RECENT, "drift")
+        assert (await asyncio.wait_for(waiting, 1)).key == key["drift"]
+        assert (await queue.get()).key == key["resync"]  # a general worker still gets it
+
+    asyncio.run(scenario())
