@@ -619,7 +619,7 @@ async def change(
     return stats, sizes
 
 
-async def run_n(n: int, workdir: Path) -> dict[str, Any]:
+async def run_n(n: int, workdir: Path, changes: tuple[str, ...] = CHANGES) -> dict[str, Any]:
     mesh_dir = workdir / f"mesh-{n}"
     mesh_dir.mkdir(exist_ok=True)
     write_mesh(mesh_dir)
@@ -653,6 +653,8 @@ async def run_n(n: int, workdir: Path) -> dict[str, Any]:
                 lambda: write_atomic(mesh_dir / "vs-scoped.yaml", scoped_vs_yaml(70)),
             ),
         ]:
+            if name not in changes:
+                continue
             scoped = name == "virtualservice-scoped"  # reaches only one namespace's proxies
             stats, sizes = await change(worker, discovery, write, 600, everyone=not scoped)
             result[name] = stats
@@ -661,7 +663,7 @@ async def run_n(n: int, workdir: Path) -> dict[str, Any]:
         result["peak_rss_mb"] = proc_status_mb(discovery.proc.pid, "VmHWM")
         result["cpu_total_s"] = discovery.cpu()
         await worker.call("close")
-        for name in CHANGES:
+        for name in changes:
             bare = await measure_bare(worker, result.pop(name + "_sizes"), n)
             result[name]["bare"] = bare
             if "max_s" in bare and "max_s" in result[name]:
@@ -691,6 +693,8 @@ def markdown(results: list[dict[str, Any]]) -> str:
     }
     for r in results:
         for name in CHANGES:
+            if name not in r and "error" not in r:
+                continue  # not asked for (--changes)
             s = r.get(name, {})
             bare = s.get("bare", {})
             msgs = sum(s.get("responses", {}).values())
@@ -722,14 +726,16 @@ def markdown(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-async def orchestrate(counts: list[int], workdir: Path | None) -> list[dict[str, Any]]:
+async def orchestrate(
+    counts: list[int], workdir: Path | None, changes: tuple[str, ...] = CHANGES
+) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-push-") as tmp:
         root = Path(tmp) if workdir is None else workdir
         root.mkdir(parents=True, exist_ok=True)
         for n in counts:
             try:
-                results.append(await run_n(n, root))
+                results.append(await run_n(n, root, changes))
             except Exception as exc:  # report what was measured, then the failure
                 results.append({"clients": n, "error": repr(exc)})
                 print(f"N={n}: {exc!r}", file=sys.stderr)
@@ -745,12 +751,15 @@ def main() -> None:
         type=Path,
         help="keep the mesh files and process logs here (default: a temp dir)",
     )
+    parser.add_argument(
+        "--changes", nargs="+", choices=CHANGES, default=list(CHANGES), help="changes to time"
+    )
     parser.add_argument("--client-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client_worker:
         asyncio.run(Worker().serve())
         return
-    results = asyncio.run(orchestrate(args.clients, args.workdir))
+    results = asyncio.run(orchestrate(args.clients, args.workdir, tuple(args.changes)))
     print(markdown(results))
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from meshpilot.config.kinds import Kind
 
@@ -14,6 +14,15 @@ class ConfigKey:
     kind: Kind
     namespace: str
     name: str
+    # Computed once: keys are hashed by every store, snapshot and index dict (B3: the
+    # generated hash, through Enum.__hash__, was half of reading one changed file).
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.kind, self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __str__(self) -> str:
         if self.namespace:

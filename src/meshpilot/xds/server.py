@@ -167,6 +167,7 @@ class DiscoveryServer:
             None,
             prev,
             changed,
+            snapshot.objects,
         )
         self._built_from = snapshot
         # Out of the collector's sight at once (O(1), no collection): else its objects are
