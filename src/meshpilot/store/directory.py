@@ -9,10 +9,13 @@ apply` and GitOps sync write).
 
 A write validates every object with the translation engine's loader first (an invalid
 object refuses the whole write with the loader's Diagnostic: file, line, object, field),
-checks resourceVersions, writes each file to a temporary name, fsyncs and renames it over
-the old one, then appends one journal line per object, all with the new store version. The
-store version is the journal's last version; an object's resourceVersion is the version
-that last wrote it. Files and directories are private (0600/0700): the store holds Secrets.
+checks resourceVersions, writes every changed file of the write to a temporary name and
+fsyncs it, renames them all over the old ones and fsyncs each directory once (atomic.py),
+then appends one journal line per object, all with the new store version, and fsyncs the
+journal. The store version is the journal's last version; an object's resourceVersion is
+the version that last wrote it. Files and directories are private (0600/0700): the store
+holds Secrets. A handle that is current takes the objects it replaces from memory, and
+takes in its own writes without parsing the files back.
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ import copy
 import fcntl
 import logging
 import os
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,15 +34,15 @@ from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic, Severity
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.kinds import CLUSTER_SCOPED, Kind
-from meshpilot.config.loader import LoadResult, load_documents
-from meshpilot.config.mesh import MeshConfig
+from meshpilot.config.loader import load_documents
 from meshpilot.config.objects import ConfigObject
 from meshpilot.config.yaml_source import RawDocument, read_text
 from meshpilot.errors import MeshpilotError
 from meshpilot.store.admission import refuse_unstorable
+from meshpilot.store.atomic import remove_files, replace_files
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
 from meshpilot.store.journal import Journal, JournalTail
+from meshpilot.store.matching import changed_keys, matching_documents, mesh_of, mesh_source
 from meshpilot.store.writes import (
     ApplyAction,
     ApplyResult,
@@ -88,6 +90,11 @@ class DirectoryStore:
         self._handlers: list[ChangeHandler] = []
         self._lock = threading.RLock()
         self._loaded = False
+        # keys whose file failed to load: `_raw` keeps their last good version, not the file
+        self._unreadable: set[ConfigKey] = set()
+        # objects this handle wrote, by key: (version, manifest as written), used by the
+        # next refresh instead of reading the file back when no later write replaced it
+        self._own_writes: dict[ConfigKey, tuple[int, Manifest]] = {}
 
     # -- reading -------------------------------------------------------------------------
 
@@ -161,13 +168,14 @@ class DirectoryStore:
         refuse_unstorable(loaded)
         by_key = {
             obj.key: doc
-            for obj, doc in zip(loaded.objects, _matching(documents, loaded), strict=True)
+            for obj, doc in zip(loaded.objects, matching_documents(documents, loaded), strict=True)
         }
         with self._write_lock():
             version = self.journal.last_version() + 1
+            known = self._known_raw(version - 1)
             planned: list[tuple[ConfigKey, Manifest, ApplyAction]] = []
             for key, doc in by_key.items():
-                existing = self._read_file(key)
+                existing = known[key] if key in known else self._read_file(key)
                 manifest, action = prepare_manifest(key, doc.data, existing, version)
                 planned.append((key, manifest, action))
             results = [
@@ -177,9 +185,10 @@ class DirectoryStore:
             changes = [(k, m) for k, m, action in planned if action is not ApplyAction.UNCHANGED]
             if dry_run or not changes:
                 return results
-            for key, manifest in changes:
-                self._write_file(key, manifest)
+            replace_files([(self._path(key), dump_manifest(m)) for key, m in changes])
             self.journal.append(version, [("put", key) for key, _ in changes])
+            for key, manifest in changes:  # what the files now hold: no need to parse them
+                self._own_writes[key] = (version, manifest)
         self.refresh()
         return results
 
@@ -192,10 +201,7 @@ class DirectoryStore:
             if dry_run or not present:
                 return results
             version = self.journal.last_version() + 1
-            for key in present:
-                with contextlib.suppress(FileNotFoundError):
-                    self._path(key).unlink()
-                _fsync_dir(self._path(key).parent)
+            remove_files([self._path(key) for key in present])
             self.journal.append(version, [("del", key) for key in present])
         self.refresh()
         return results
@@ -229,6 +235,16 @@ class DirectoryStore:
         finally:
             os.close(fd)  # closing releases the lock
 
+    def _known_raw(self, stored_version: int) -> Mapping[ConfigKey, Manifest]:
+        """The manifests as this handle last read them, when that is the store's current
+        version (called under the write lock, so no writer can move it meanwhile); else
+        nothing, and the files are read. Saves parsing every file a write replaces."""
+        if not self._loaded or self._snapshot.version != stored_version:
+            return {}
+        if self._unreadable:
+            return {k: v for k, v in self._raw.items() if k not in self._unreadable}
+        return self._raw  # read by key only: a concurrent refresh may add keys
+
     def _read_file(self, key: ConfigKey) -> Manifest | None:
         try:
             data = load_manifest(self._path(key).read_text(encoding="utf-8"))
@@ -238,45 +254,40 @@ class DirectoryStore:
             raise StoreError(f"{self._path(key)}: cannot read the stored object: {exc}") from exc
         return data if isinstance(data, dict) else None
 
-    def _write_file(self, key: ConfigKey, manifest: Manifest) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        text = dump_manifest(manifest)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
-        _fsync_dir(path.parent)
-
-    def _load_files(self, keys: Sequence[ConfigKey] | None) -> _Loaded:
-        """Read the given keys' files (None: every file), through the loader."""
+    def _load_files(
+        self, keys: Sequence[ConfigKey] | None, known: Mapping[ConfigKey, Manifest] | None = None
+    ) -> _Loaded:
+        """Read the given keys' files (None: every file), through the loader; `known`
+        manifests are what their files hold (this handle just wrote them)."""
         out = _Loaded()
-        paths = [self._path(k) for k in keys] if keys is not None else list(self._all_files())
+        known = known or {}
         documents: list[RawDocument] = []
-        for path in paths:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                out.diagnostics.append(Diagnostic(str(path), 1, f"cannot read: {exc.strerror}"))
-                continue
-            read = read_text(text, str(path))
-            out.diagnostics.extend(read.diagnostics)
-            documents.extend(read.documents)
+        if keys is None:
+            for path in self._all_files():
+                self._read_into(path, out, documents)
+        for key in keys or ():
+            if key in known:
+                documents.append(RawDocument(str(self._path(key)), 1, known[key], {}))
+            else:
+                self._read_into(self._path(key), out, documents)
         result = load_documents(documents)
         out.diagnostics.extend(result.diagnostics)
-        for obj, doc in zip(result.objects, _matching(documents, result), strict=True):
+        for obj, doc in zip(result.objects, matching_documents(documents, result), strict=True):
             out.objects[obj.key] = obj
             out.raw[obj.key] = doc.data
         return out
+
+    def _read_into(self, path: Path, out: _Loaded, documents: list[RawDocument]) -> None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            out.diagnostics.append(Diagnostic(str(path), 1, f"cannot read: {exc.strerror}"))
+            return
+        read = read_text(text, str(path))
+        out.diagnostics.extend(read.diagnostics)
+        documents.extend(read.documents)
 
     def _all_files(self) -> Iterator[Path]:
         for kind_dir in sorted(p for p in self.root.iterdir() if p.is_dir()):
@@ -293,25 +304,35 @@ class DirectoryStore:
         loaded = self._load_files(None)
         version = tail.entries[-1].version if tail.entries else self.journal.last_version()
         old = self._snapshot
-        changed = _changed(old.objects, loaded.objects)
+        changed = changed_keys(old.objects, loaded.objects)
         self._raw = loaded.raw
+        self._unreadable = set()
+        self._own_writes.clear()
         return self._publish(loaded.objects, loaded.diagnostics, version, changed, tail)
 
     def _commit_entries(self, tail: JournalTail) -> ChangeEvent | None:
-        keys = sorted({e.key for e in tail.entries if e.key is not None})
-        loaded = self._load_files(keys)
+        latest = {e.key: e.version for e in tail.entries if e.key is not None}
+        keys = sorted(latest)
+        known = {}
+        for key in keys:
+            own = self._own_writes.pop(key, None)
+            if own is not None and own[0] == latest[key]:
+                known[key] = own[1]
+        loaded = self._load_files(keys, known)
         objects = dict(self._snapshot.objects)
         errors = {d.file for d in loaded.diagnostics if d.severity is Severity.ERROR}
         for key in keys:
+            self._unreadable.discard(key)
             if key in loaded.objects:
                 objects[key] = loaded.objects[key]
                 self._raw[key] = loaded.raw[key]
             elif str(self._path(key)) in errors:
                 log.warning("%s: invalid stored object, the last good version is kept", key)
+                self._unreadable.add(key)
             else:
                 objects.pop(key, None)
                 self._raw.pop(key, None)
-        changed = _changed(self._snapshot.objects, objects, keys)
+        changed = changed_keys(self._snapshot.objects, objects, keys)
         return self._publish(objects, loaded.diagnostics, tail.entries[-1].version, changed, tail)
 
     def _publish(
@@ -322,7 +343,9 @@ class DirectoryStore:
         changed: set[ConfigKey],
         tail: JournalTail,
     ) -> ChangeEvent | None:
-        mesh = _mesh_of(objects, self._raw)
+        mesh = self._snapshot.mesh
+        if not self._loaded or any(mesh_source(key) for key in changed):
+            mesh = mesh_of(objects, self._raw)  # only the istio ConfigMaps feed it
         if mesh != self._snapshot.mesh:
             changed.add(MESH_KEY)
         self._snapshot = StoreSnapshot(
@@ -339,58 +362,3 @@ class DirectoryStore:
         for handler in self._handlers:
             handler(event)
         return event
-
-
-def _matching(documents: Sequence[RawDocument], result: LoadResult) -> list[RawDocument]:
-    """The document each loaded object came from, found by the object's key: documents of
-    one apply may share a file and line (rendered by one Helm template, or made in code)."""
-    by_key = {_document_key(d): d for d in documents}
-    return [by_key[o.key] for o in result.objects]
-
-
-def _document_key(doc: RawDocument) -> ConfigKey | None:
-    """The key the loader gives the document's object (its namespace defaulting included)."""
-    meta = doc.data.get("metadata") if isinstance(doc.data, dict) else None
-    if not isinstance(meta, dict):
-        return None
-    try:
-        kind = Kind(str(doc.data.get("kind", "")))
-    except ValueError:
-        return None
-    namespace = "" if kind in CLUSTER_SCOPED else str(meta.get("namespace") or "default")
-    return ConfigKey(kind, namespace, str(meta.get("name") or ""))
-
-
-def _mesh_of(
-    objects: Mapping[ConfigKey, ConfigObject[Any]], raw: Mapping[ConfigKey, Manifest]
-) -> MeshConfig:
-    """Mesh settings come from the `istio` ConfigMap, read as the loader reads it."""
-    docs = [
-        RawDocument(obj.origin.file, obj.origin.line, raw[key], {})
-        for key, obj in sorted(objects.items())
-        if key.kind is Kind.CONFIG_MAP and key.name.startswith("istio") and key in raw
-    ]
-    return load_documents(docs).mesh if docs else MeshConfig()
-
-
-def _changed(
-    old: Mapping[ConfigKey, ConfigObject[Any]],
-    new: Mapping[ConfigKey, ConfigObject[Any]],
-    keys: Sequence[ConfigKey] | None = None,
-) -> set[ConfigKey]:
-    candidates = set(keys) if keys is not None else set(old) | set(new)
-    out = set()
-    for key in candidates:
-        a, b = old.get(key), new.get(key)
-        if (a is None) != (b is None) or (a is not None and b is not None and a.model != b.model):
-            out.add(key)
-    return out
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -37,6 +37,7 @@ __all__ = [
     "InvalidObjectsError",
     "LiveStore",
     "StoreWriteError",
+    "keeps_stored",
     "prepare_manifest",
 ]
 
@@ -168,3 +169,26 @@ def _comparable(obj: Manifest) -> Manifest:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def keeps_stored(key: ConfigKey, incoming: Manifest, existing: Mapping[str, Any] | None) -> bool:
+    """Whether writing `incoming` over `existing` would leave the stored object as it is
+    (prepare_manifest's `unchanged` rule, without copying either object); a caller may
+    then skip the write entirely."""
+    if existing is None:
+        return False
+    meta = dict(incoming.get("metadata") or {})
+    old_meta = existing.get("metadata") or {}
+    wanted_rv = str(meta.get("resourceVersion") or "")
+    if wanted_rv and wanted_rv != str(old_meta.get("resourceVersion", "")):
+        return False  # the write would be refused
+    if key.namespace:
+        meta["namespace"] = key.namespace
+    new = {**incoming, "metadata": meta}
+    if "status" not in new and "status" in existing:
+        new["status"] = existing["status"]
+    old_tracking = (old_meta.get("annotations") or {}).get(TRACKING_ANNOTATION)
+    annotations = meta.get("annotations") or {}
+    if old_tracking is not None and TRACKING_ANNOTATION not in annotations:
+        meta["annotations"] = {**annotations, TRACKING_ANNOTATION: old_tracking}
+    return _comparable(new) == _comparable(dict(existing))

@@ -13,6 +13,7 @@ from meshpilot.gitops.diff.annotations import SYNC_OPTIONS, options_of
 from meshpilot.gitops.diff.compare import compare_app
 from meshpilot.gitops.diff.ignore import IgnoreRule, keep_live_values
 from meshpilot.gitops.diff.keys import Manifest, ResourceKey, key_of
+from meshpilot.gitops.diff.memo import PairMemo
 from meshpilot.gitops.diff.normalize import plain
 from meshpilot.gitops.diff.result import Comparison, Condition, ResourceResult
 from meshpilot.gitops.diff.tracking import with_tracking
@@ -67,11 +68,16 @@ class SyncPlan:
 
 
 def plan_sync(
-    targets: Sequence[Manifest], live: Iterable[Manifest], request: SyncRequest
+    targets: Sequence[Manifest],
+    live: Iterable[Manifest],
+    request: SyncRequest,
+    memo: PairMemo | None = None,
 ) -> SyncPlan:
+    """`memo`: the controller's remembered comparisons (the refresh before the plan
+    compared the same objects)."""
     live = list(live)
     comparison = compare_app(
-        request.app, targets, live, namespace=request.namespace, ignore=request.ignore
+        request.app, targets, live, namespace=request.namespace, ignore=request.ignore, memo=memo
     )
     problems: list[str] = []
     notes = list(request.options.notes)
