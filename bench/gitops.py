@@ -14,6 +14,10 @@ prune, selfHeal,
 - webhook: commit to one app's directory, POST a GitHub push payload to /api/webhook,
   time to the app Synced at the new commit; baseline in the same run: `git fetch` of that
   commit into a warm mirror + render of the same path with an empty manifest cache;
+  with `--envoys N` (default 0: off), `meshpilot discovery --store` serves the store to N
+  real sidecar Envoys (bench/gitops_envoys.py) and each push is also timed to every Envoy
+  having ACKed a route with the commit's weights (discovery's /debug/syncz `acked_at`;
+  `--envoy-debounce` is discovery's --debounce, 100ms as Istio's PILOT_DEBOUNCE_AFTER);
 - all-apps commit: one commit changing every app's VirtualService, one push webhook
   naming every changed file; time until every app is Synced at that commit.
 Each phase records the load average when it ends (the box may be shared).
@@ -39,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.gitops_fixtures import make_repo
 
+from bench.gitops_envoys import Fleet
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.yaml_source import RawDocument
@@ -118,6 +123,35 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     controller = Controller(store, renderer, settings)
     server = GitopsServer(controller)
     marks: dict[str, float] = {}
+    fleet = None
+    if args.envoys:
+        fleet = Fleet(tmp / "store", tmp / "envoys", args.envoys, args.envoy_debounce)
+        fleet.keep_logs = Path(args.envoy_logs) if args.envoy_logs else None
+    task = asyncio.create_task(controller.run())
+    try:
+        port = await server.start("127.0.0.1", 0)
+        return await _run(args, tmp, repo, store, other, renderer, controller, port, marks, fleet)
+    finally:
+        await server.stop()
+        controller.stop()
+        await task
+        if fleet is not None:
+            fleet.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+async def _run(
+    args: argparse.Namespace,
+    tmp: Path,
+    repo: Any,
+    store: DirectoryStore,
+    other: DirectoryStore,
+    renderer: Renderer,
+    controller: Controller,
+    port: int,
+    marks: dict[str, float],
+    fleet: Fleet | None,
+) -> dict[str, Any]:
 
     def on_change(event: ChangeEvent) -> None:  # in the thread that saw the write
         now = time.monotonic()
@@ -132,8 +166,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 marks.setdefault(f"first:{key.kind}:{key.namespace}/{key.name}", now)
 
     store.subscribe(on_change)
-    task = asyncio.create_task(controller.run())
-    port = await server.start("127.0.0.1", 0)
     other.apply(
         [RawDocument("<bench>", i + 1, app(i, str(repo.path)), {}) for i in range(args.apps)]
     )
@@ -188,7 +220,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     per_pass = idle_cpu / max(idle_reconciles, 1) * args.apps
     loads["idle"] = load()
 
-    webhook, baseline = [], []
+    webhook, baseline, envoys, pushed = [], [], [], []
+    per_commit: dict[str, float] = {}
+    if fleet is not None:  # started here so that the earlier phases run as before
+        await asyncio.to_thread(fleet.start)
+        await asyncio.to_thread(fleet.wait_synced)
+        counts0 = await asyncio.to_thread(fleet.counts)
     mirror = RepoService(tmp / "baseline-cache")
     mirror.resolve(str(repo.path), "main")
     for r in range(args.pushes):
@@ -199,11 +236,17 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                            "commits": [{"modified": [f"apps/a{i}/vs.yaml"]}]}).encode()  # fmt: skip
         request = urllib.request.Request(f"http://127.0.0.1:{port}/api/webhook", body,
                                          {"X-GitHub-Event": "push"}, method="POST")  # fmt: skip
-        start = time.monotonic()
-        await asyncio.to_thread(lambda rq=request: urllib.request.urlopen(rq, timeout=10).read())
+        before = await asyncio.to_thread(fleet.routes) if fleet is not None else {}
+        wall, start = time.time(), time.monotonic()
+        await asyncio.to_thread(_post, request, 10)
         while f"a{i}:Synced:{sha}" not in marks:
             await asyncio.sleep(0.002)
         webhook.append(marks[f"a{i}:Synced:{sha}"] - start)
+        if fleet is not None:
+            weights = [90 - r, 100 - (90 - r)]
+            sent, acked = await asyncio.to_thread(fleet.wait_applied, before, i, weights)
+            pushed.append(sent - wall)
+            envoys.append(acked - wall)
         b0 = time.monotonic()
         commit = mirror.resolve(str(repo.path), "main")  # ls-remote + fetch
         fresh = Renderer(mirror, RendererConfig(temp_dir=tmp))
@@ -211,6 +254,10 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         baseline.append(time.monotonic() - b0)
         await asyncio.sleep(0.1)
     loads["webhook"] = load()
+    if fleet is not None:  # the all-apps phase runs as before
+        counts = await asyncio.to_thread(fleet.counts)
+        per_commit = {k: round((v - counts0.get(k, 0)) / args.pushes, 2) for k, v in counts.items()}
+        await asyncio.to_thread(fleet.stop)
 
     all_apps = []
     for r in range(args.all_commits):
@@ -222,16 +269,12 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         request = urllib.request.Request(f"http://127.0.0.1:{port}/api/webhook", body,
                                          {"X-GitHub-Event": "push"}, method="POST")  # fmt: skip
         start = time.monotonic()
-        await asyncio.to_thread(lambda rq=request: urllib.request.urlopen(rq, timeout=60).read())
+        await asyncio.to_thread(_post, request, 60)
         while not all(f"a{i}:Synced:{sha}" in marks for i in range(args.apps)):
             await asyncio.sleep(0.02)
         all_apps.append(max(marks[f"a{i}:Synced:{sha}"] for i in range(args.apps)) - start)
     loads["all_apps_commit"] = load()
 
-    await server.stop()
-    controller.stop()
-    await task
-    shutil.rmtree(tmp, ignore_errors=True)
     return {
         "apps": args.apps,
         "objects_per_app": args.objects,
@@ -247,9 +290,37 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "webhook_to_synced_ms_p99": round(pct(webhook, 0.99) * 1000, 1),
         "baseline_fetch_render_ms_p50": round(statistics.median(baseline) * 1000, 1),
         "ratio_p50": round(statistics.median(webhook) / statistics.median(baseline), 2),
+        **_envoy_figures(envoys, pushed, baseline, args.envoys, args.envoy_debounce),
+        **({"discovery_per_commit": per_commit} if fleet else {}),
         "all_apps_commit_to_all_synced_s": [round(x, 2) for x in all_apps],
         "load_average_1m_after_phase": loads,
     }
+
+
+def _envoy_figures(
+    envoys: list[float], pushed: list[float], baseline: list[float], count: int, debounce: str
+) -> dict[str, Any]:
+    """B8 with real Envoys: webhook POST to every Envoy ACKed, and its ratio to the baseline;
+    POST to discovery's first send of the route shows where the time goes."""
+    if not envoys:
+        return {}
+    return {
+        "envoys": count,
+        "discovery_debounce": debounce,
+        "webhook_to_route_sent_ms_p50": round(statistics.median(pushed) * 1000, 1),
+        "webhook_to_all_envoys_acked_ms_p50": round(statistics.median(envoys) * 1000, 1),
+        "webhook_to_all_envoys_acked_ms_p99": round(pct(envoys, 0.99) * 1000, 1),
+        "envoys_ratio_p50": round(statistics.median(envoys) / statistics.median(baseline), 2),
+        "envoys_ratio_p99": round(pct(envoys, 0.99) / pct(baseline, 0.99), 2),
+        "webhook_to_route_sent_ms_each": [round(x * 1000) for x in pushed],
+        "webhook_to_all_envoys_acked_ms_each": [round(x * 1000) for x in envoys],
+    }
+
+
+def _post(request: urllib.request.Request, timeout: float) -> bytes:
+    with urllib.request.urlopen(request, timeout=timeout) as reply:
+        body: bytes = reply.read()
+        return body
 
 
 def load() -> float:
@@ -264,6 +335,11 @@ if __name__ == "__main__":
     parser.add_argument("--pushes", type=int, default=10)
     parser.add_argument("--all-commits", type=int, default=1, help="commits touching all apps")
     parser.add_argument("--resync", type=float, default=5.0)
+    parser.add_argument("--envoys", type=int, default=0, help="real Envoys to time ACKs (0: off)")
+    parser.add_argument(
+        "--envoy-debounce", default="100ms", help="discovery's --debounce (Istio's default)"
+    )
+    parser.add_argument("--envoy-logs", default="", help="keep discovery's and Envoys' logs here")
     parser.add_argument("--json", default="")
     result = asyncio.run(main(parser.parse_args()))
     text = json.dumps(result, indent=2)

@@ -37,6 +37,7 @@ from meshpilot.model.visibility import visible_to
 
 __all__ = [
     "ALL_TYPES",
+    "UNREAD_KINDS",
     "NamedHost",
     "affected_types",
     "named_hosts",
@@ -48,7 +49,8 @@ CDS, EDS, LDS, RDS, SDS = "cds", "eds", "lds", "rds", "sds"
 ALL_TYPES = frozenset({CDS, EDS, LDS, RDS, SDS})
 
 # Kinds no generator reads (GitOps bookkeeping).
-_NEVER = frozenset({Kind.APPLICATION, Kind.APP_PROJECT})
+UNREAD_KINDS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT})
+_NEVER = UNREAD_KINDS
 # What the routing of a sidecar can never see: gateways and their certificates.
 _NOT_SIDECAR_ROUTING = _NEVER | {Kind.GATEWAY, Kind.SECRET}
 # SDS serves the secrets a proxy subscribed to by name: only Secrets change them.
