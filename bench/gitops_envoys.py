@@ -13,8 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,32 +20,15 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.ads_harness import (
-    DiscoveryProcess,
     EnvoyProcess,
+    StoreDiscovery,
     can_use_netns,
     istio_metadata,
     wait_for,
 )
 from tests.e2e.workload_sds import WorkloadSds
 
-MESHPILOT = Path(sys.executable).parent / "meshpilot"
 ROUTE = "80"  # every bench Service listens on port 80
-
-
-@dataclass
-class StoreDiscovery(DiscoveryProcess):
-    """`meshpilot discovery --store DIR`, also on a Unix socket for Envoys in a netns."""
-
-    store: Path = Path()
-
-    def start(self) -> StoreDiscovery:
-        args = [str(MESHPILOT), "discovery", "--store", str(self.store), "--no-ca"]
-        args += ["--xds-port", str(self.xds_port), "--monitoring-port", str(self.monitoring_port)]
-        args += ["--xds-uds", self.uds, "--debounce", self.debounce, "--log-level", "info"]
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=log)
-        wait_for(self._ready, f"discovery ready (log: {self.log})", timeout=30)
-        return self
 
 
 @dataclass
@@ -69,7 +50,9 @@ class Fleet:
         self.workdir.mkdir(parents=True, exist_ok=True)
         spiffe = "spiffe://cluster.local/ns/ns0/sa/default"
         self.sds = WorkloadSds(self.workdir / "sds.sock", spiffe).start()
-        self.discovery = StoreDiscovery([], self.workdir, self.debounce, store=self.store)
+        self.discovery = StoreDiscovery(
+            [], self.workdir, self.debounce, store=self.store, log_level="info"
+        )
         self.discovery.start()
         for k in range(self.count):
             node = f"sidecar~127.0.0.1~bench{k}.ns0~ns0.svc.cluster.local"

@@ -188,6 +188,25 @@ class DiscoveryProcess:
 
 
 @dataclass
+class StoreDiscovery(DiscoveryProcess):
+    """`meshpilot discovery --store DIR` (a live store, as GitOps syncs it), also on the Unix
+    socket `uds` for Envoys in a network namespace."""
+
+    store: Path = Path()
+    log_level: str = "debug"
+
+    def start(self) -> StoreDiscovery:
+        meshpilot = Path(sys.executable).parent / "meshpilot"
+        args = [str(meshpilot), "discovery", "--store", str(self.store), "--no-ca"]
+        args += ["--xds-port", str(self.xds_port), "--monitoring-port", str(self.monitoring_port)]
+        args += ["--xds-uds", self.uds, "--debounce", self.debounce, "--log-level", self.log_level]
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        wait_for(self._ready, f"discovery ready (log: {self.log})", timeout=30)
+        return self
+
+
+@dataclass
 class EnvoyProcess:
     name: str
     node_id: str

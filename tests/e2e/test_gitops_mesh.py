@@ -38,8 +38,8 @@ import yaml
 from click.testing import CliRunner
 from tests.conftest import REPO
 from tests.e2e.ads_harness import (
-    DiscoveryProcess,
     EnvoyProcess,
+    StoreDiscovery,
     free_port,
     http_get,
     istio_metadata,
@@ -103,22 +103,6 @@ def _backends() -> tuple[int, list[_Backend]]:
 
 
 # ---------------------------------------------------------------- the world
-
-
-@dataclass
-class StoreDiscovery(DiscoveryProcess):
-    """`meshpilot discovery --store DIR` (the harness's process, over a live store)."""
-
-    store: Path = Path()
-
-    def start(self) -> StoreDiscovery:
-        args = [str(MESHPILOT), "discovery", "--store", str(self.store), "--no-ca"]
-        args += ["--xds-port", str(self.xds_port), "--monitoring-port", str(self.monitoring_port)]
-        args += ["--debounce", self.debounce, "--log-level", "debug"]
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-        wait_for(self._ready, f"discovery ready (log: {self.log})", timeout=30)
-        return self
 
 
 @dataclass
