@@ -171,8 +171,8 @@ async def _run(
     )
     head = repo.git("rev-parse", "HEAD")
     t0 = time.monotonic()
-    while not all(f"a{i}:Synced:{head}" in marks for i in range(args.apps)):
-        await asyncio.sleep(0.05)
+    synced = [f"a{i}:Synced:{head}" for i in range(args.apps)]
+    await until_marked(marks, synced, "every app Synced at the first commit", 600, 0.05)
     first_sync = time.monotonic() - t0
     loads = {"initial_sync": load()}
 
@@ -191,18 +191,19 @@ async def _run(
         marks.pop(key, None)
         marks.pop(first, None)
         other.apply([RawDocument("<drift>", 1, doc, {})])
-        while key not in marks:
-            await asyncio.sleep(0.005)
+        await until_marked(marks, [key], f"the drift's change event of svc{i}")
         event_at = marks[first]
-        while f"a{i}:OutOfSync:{head}" not in marks:
-            await asyncio.sleep(0.005)
+        await until_marked(marks, [f"a{i}:OutOfSync:{head}"], f"a{i} OutOfSync")
         detect.append(marks[f"a{i}:OutOfSync:{head}"] - event_at)
         vs_key = ConfigKey(Kind.VIRTUAL_SERVICE, f"ns{i}", f"svc{i}")
+        deadline = time.monotonic() + 60
         while True:
             live = store.manifest(vs_key) or {}
             # restored, and its change event delivered (the store publishes, then calls)
             if live["spec"]["http"][0]["route"][0].get("weight") == 100 and marks[key] > event_at:
                 break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"bench: timed out waiting for a{i} to self-heal")
             await asyncio.sleep(0.005)
         heal.append(marks[key] - event_at)
         await asyncio.sleep(0.05)
@@ -239,8 +240,7 @@ async def _run(
         before = await asyncio.to_thread(fleet.routes) if fleet is not None else {}
         wall, start = time.time(), time.monotonic()
         await asyncio.to_thread(_post, request, 10)
-        while f"a{i}:Synced:{sha}" not in marks:
-            await asyncio.sleep(0.002)
+        await until_marked(marks, [f"a{i}:Synced:{sha}"], f"a{i} Synced at {sha}", step=0.002)
         webhook.append(marks[f"a{i}:Synced:{sha}"] - start)
         if fleet is not None:
             weights = [90 - r, 100 - (90 - r)]
@@ -270,8 +270,8 @@ async def _run(
                                          {"X-GitHub-Event": "push"}, method="POST")  # fmt: skip
         start = time.monotonic()
         await asyncio.to_thread(_post, request, 60)
-        while not all(f"a{i}:Synced:{sha}" in marks for i in range(args.apps)):
-            await asyncio.sleep(0.02)
+        synced = [f"a{i}:Synced:{sha}" for i in range(args.apps)]
+        await until_marked(marks, synced, f"every app Synced at {sha}", 600, 0.02)
         all_apps.append(max(marks[f"a{i}:Synced:{sha}"] for i in range(args.apps)) - start)
     loads["all_apps_commit"] = load()
 
@@ -315,6 +315,17 @@ def _envoy_figures(
         "webhook_to_route_sent_ms_each": [round(x * 1000) for x in pushed],
         "webhook_to_all_envoys_acked_ms_each": [round(x * 1000) for x in envoys],
     }
+
+
+async def until_marked(
+    marks: dict[str, float], keys: list[str], what: str, timeout: float = 60, step: float = 0.005
+) -> None:
+    """Wait until every key is marked; a run that would hang says what it waited for."""
+    deadline = time.monotonic() + timeout
+    while not all(key in marks for key in keys):
+        if time.monotonic() > deadline:
+            raise SystemExit(f"bench: timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(step)
 
 
 def _post(request: urllib.request.Request, timeout: float) -> bytes:

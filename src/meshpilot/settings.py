@@ -22,6 +22,8 @@ class Ports:
     xds_plaintext: int = 15010  # control plane: gRPC xDS
     xds_tls: int = 15012  # control plane: xDS + CA over TLS (token or client certificate)
     xds_mtls: int = 15013  # control plane: the same, client certificate required (renewal)
+    # control plane: the CA alone over TLS, a cheaper transport (not Istio's); None: off
+    ca: int | None = 15011
     monitoring: int = 15014  # control plane: debug HTTP + Prometheus metrics
     webhook: int = 15017  # control plane: injection webhook
     envoy_admin: int = 15000  # proxy: Envoy admin, loopback only
@@ -42,6 +44,10 @@ class Settings:
     # PILOT_DEBOUNCE_AFTER), and never waits longer than debounce_max.
     debounce_after: float = 0.100
     debounce_max: float = 10.0
+    # The quiet window after whole writes of the live store (a GitOps sync wave, an
+    # `apply` of many objects: all-or-nothing, nothing more of it is coming). Kubernetes
+    # has no multi-object writes, so Istio debounces those too; meshpilot need not.
+    debounce_after_write: float = 0.010
     push_concurrency: int = 25  # Istio's PILOT_PUSH_THROTTLE on 2 cores
     file_poll_interval: float = 0.2  # seconds between checks of watched files
     cache_assertions: bool = False  # rebuild on every cache hit and compare (tests)
@@ -68,6 +74,9 @@ class Settings:
             settings = replace(settings, debounce_after=_seconds(env["PILOT_DEBOUNCE_AFTER"]))
         if "PILOT_DEBOUNCE_MAX" in env:
             settings = replace(settings, debounce_max=_seconds(env["PILOT_DEBOUNCE_MAX"]))
+        if "MESHPILOT_DEBOUNCE_AFTER_WRITE" in env:
+            after_write = _seconds(env["MESHPILOT_DEBOUNCE_AFTER_WRITE"])
+            settings = replace(settings, debounce_after_write=after_write)
         if "PILOT_PUSH_THROTTLE" in env:
             settings = replace(settings, push_concurrency=int(env["PILOT_PUSH_THROTTLE"]))
         if "MESHPILOT_CA_DIR" in env:

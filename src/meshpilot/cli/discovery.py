@@ -61,6 +61,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Quiet time that ends a burst of changes before a push, e.g. 100ms "
     "(Istio's PILOT_DEBOUNCE_AFTER).",
 )
+@click.option(
+    "--debounce-after-write",
+    callback=_duration,
+    metavar="DURATION",
+    help="Quiet time after whole writes of the --store (a sync wave, an apply), default 10ms; "
+    "never longer than --debounce.",
+)
 @ca_options
 @click.option(
     "--log-level",
@@ -77,6 +84,7 @@ def discovery(
     xds_uds: str | None,
     secure_uds: str | None,
     debounce: float | None,
+    debounce_after_write: float | None,
     ca: CaOptions,
     log_level: str,
 ) -> None:
@@ -99,6 +107,8 @@ def discovery(
         settings = replace(settings, secure_uds=secure_uds)
     if debounce is not None:
         settings = replace(settings, debounce_after=debounce)
+    if debounce_after_write is not None:
+        settings = replace(settings, debounce_after_write=debounce_after_write)
     settings = ca.apply(settings, moved_ports=xds_port is not None)
     logging.basicConfig(
         level=log_level.upper(),

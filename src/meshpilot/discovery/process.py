@@ -18,6 +18,7 @@ from pathlib import Path
 
 from meshpilot.discovery.debug_api import debug_routes
 from meshpilot.discovery.http import HttpRequest, HttpResponse, HttpServer, Route
+from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
 from meshpilot.store.directory import DirectoryStore
@@ -101,7 +102,8 @@ async def run_discovery(
     paths: Sequence[str | Path], settings: Settings | None = None, store_dir: str | None = None
 ) -> None:
     """Serve until SIGTERM or SIGINT, then stop cleanly."""
-    store = DirectoryStore(store_dir) if store_dir else None
+    # GitOps Applications are not mesh config: discovery never reads them (B8)
+    store = DirectoryStore(store_dir, skip_kinds=UNREAD_KINDS) if store_dir else None
     discovery = Discovery(paths, settings, store)
     await discovery.start()
     stop = asyncio.Event()

@@ -29,6 +29,10 @@ class ChangeEvent:
 
     keys: frozenset[ConfigKey]
     store_version: int
+    # Whole writes of a store whose writers commit all-or-nothing (the directory store's
+    # journal): nothing more of the same change is on its way, so discovery need not wait
+    # for the rest of a burst. Watched files are written one at a time: False.
+    whole_writes: bool = False
 
 
 ChangeHandler = Callable[[ChangeEvent], None]

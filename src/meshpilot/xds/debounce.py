@@ -2,7 +2,9 @@
 
 Requests are merged until `after` seconds pass with no new one, or `max_delay` seconds after
 the first; then the merged request is pushed. Only one push runs at a time: changes that
-arrive meanwhile are merged into the next one.
+arrive meanwhile are merged into the next one. A request can bring a shorter quiet window
+of its own (whole store writes: nothing more of that change is coming); a burst waits for
+the longest window among its requests.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class Debouncer:
         self._pending: PushRequest | None = None
         self._first = 0.0  # when the pending burst started
         self._last = 0.0  # when its latest request arrived
+        self._quiet = after  # the quiet window of the pending burst
         self._wake = asyncio.Event()
         self.events = 0  # requests received
         self.pushes = 0  # merged pushes started
@@ -44,13 +47,16 @@ class Debouncer:
     def pending(self) -> PushRequest | None:
         return self._pending
 
-    def enqueue(self, req: PushRequest) -> None:
-        """Add a request; never blocks (called from change handlers)."""
+    def enqueue(self, req: PushRequest, quiet: float | None = None) -> None:
+        """Add a request; never blocks (called from change handlers). `quiet`: this
+        request's own quiet window instead of `after`."""
         now = self._clock()
+        window = self.after if quiet is None else quiet
         if self._pending is None:
-            self._pending, self._first = req, now
+            self._pending, self._first, self._quiet = req, now, window
         else:
             self._pending = self._pending.merge(req)
+            self._quiet = max(self._quiet, window)
         self._last = now
         self.events += 1
         self._wake.set()
@@ -64,8 +70,8 @@ class Debouncer:
                 continue
             now = self._clock()
             quiet, waited = now - self._last, now - self._first
-            if quiet < self.after and waited < self.max_delay:
-                await asyncio.sleep(min(self.after - quiet, self.max_delay - waited))
+            if quiet < self._quiet and waited < self.max_delay:
+                await asyncio.sleep(min(self._quiet - quiet, self.max_delay - waited))
                 continue
             req, self._pending = self._pending, None
             self._wake.clear()

@@ -155,7 +155,8 @@ class DiscoveryServer:
         # matters (B8: a resync pass of 100 apps held a VirtualService push back by 1-2 s).
         keys = frozenset(key for key in event.keys if key.kind not in UNREAD_KINDS)
         if keys:
-            self.debouncer.enqueue(request_for_change(keys))
+            quiet = min(self.settings.debounce_after, self.settings.debounce_after_write)
+            self.debouncer.enqueue(request_for_change(keys), quiet if event.whole_writes else None)
 
     async def _push(self, req: PushRequest) -> None:
         """Build the next PushContext and queue every connection for it."""

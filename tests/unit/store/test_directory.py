@@ -170,10 +170,14 @@ def test_another_instance_sees_changes_as_events(tmp_path: Path) -> None:
     reader.subscribe(events.append)
     writer.apply(vs(80))
     writer.apply(vs(80))  # unchanged: no new version, no event
-    assert reader.refresh() == ChangeEvent(frozenset({VS_KEY}), 1)
+    # whole writes: discovery need not wait for more of the same change
+    assert reader.refresh() == ChangeEvent(frozenset({VS_KEY}), 1, whole_writes=True)
     writer.delete([VS_KEY])
     reader.refresh()
-    assert events == [ChangeEvent(frozenset({VS_KEY}), 1), ChangeEvent(frozenset({VS_KEY}), 2)]
+    assert events == [
+        ChangeEvent(frozenset({VS_KEY}), 1, whole_writes=True),
+        ChangeEvent(frozenset({VS_KEY}), 2, whole_writes=True),
+    ]
     assert reader.get(VS_KEY) is None
 
 
@@ -229,3 +233,28 @@ data:
 """
     store.apply(docs(cm))
     assert str(store.snapshot().mesh.outbound_traffic_policy.mode) == "REGISTRY_ONLY"
+
+
+APP = """apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: shop, namespace: argocd}
+spec:
+  project: default
+  source: {repoURL: https://git.example/shop.git, path: mesh, targetRevision: HEAD}
+  destination: {server: https://kubernetes.default.svc, namespace: shop}
+"""
+APP_KEY = ConfigKey(Kind.APPLICATION, "argocd", "shop")
+
+
+def test_a_reader_skipping_kinds_never_loads_them(tmp_path: Path) -> None:
+    writer = DirectoryStore(tmp_path / "live")
+    writer.apply(docs(APP) + vs(80))
+    reader = DirectoryStore(tmp_path / "live", skip_kinds={Kind.APPLICATION})
+    assert set(reader.snapshot().objects) == {VS_KEY}  # the first, full read
+    events: list[ChangeEvent] = []
+    reader.subscribe(events.append)
+    writer.apply(docs(APP.replace("HEAD", "main")))  # an Application alone: no event
+    assert reader.refresh() is None and events == []
+    writer.apply(docs(APP.replace("HEAD", "v2")) + vs(60))
+    assert reader.refresh() == ChangeEvent(frozenset({VS_KEY}), 3, whole_writes=True)
+    assert reader.get(APP_KEY) is None and writer.get(APP_KEY) is not None

@@ -1,5 +1,6 @@
 """`meshpilot discovery --store DIR` serves what `meshpilot apply --store DIR` writes from
-another process, pushed within the store poll plus the debounce."""
+another process: inotify on the journal notices the write, and a whole write is pushed
+after the short write window, not the debounce meant for files edited one at a time."""
 
 from __future__ import annotations
 
@@ -28,14 +29,14 @@ spec:
 """
 
 
-def test_discovery_serves_a_store_written_by_another_process(tmp_path: Path) -> None:
+def _pushed_after_apply(tmp_path: Path, settings: Settings, poll_interval: float) -> float:
+    """Seconds from another process's `meshpilot apply --store` to the push context."""
     store_dir = tmp_path / "live"
     DirectoryStore(store_dir).apply(read_paths([REPO / "examples" / "bookinfo"]).documents)
     (tmp_path / "vs.yaml").write_text(VS)
 
     async def scenario() -> float:
-        settings = Settings(ports=Ports(xds_plaintext=0, monitoring=0), debounce_after=0.02)
-        discovery = Discovery([], settings, DirectoryStore(store_dir, poll_interval=0.02))
+        discovery = Discovery([], settings, DirectoryStore(store_dir, poll_interval=poll_interval))
         await discovery.start()
         try:
             names = {o.name for o in discovery.server.push_context.of_kind(Kind.VIRTUAL_SERVICE)}
@@ -57,5 +58,17 @@ def test_discovery_serves_a_store_written_by_another_process(tmp_path: Path) -> 
         finally:
             await discovery.stop(0)
 
+    return asyncio.run(scenario())
+
+
+def test_discovery_serves_a_store_written_by_another_process(tmp_path: Path) -> None:
+    settings = Settings(ports=Ports(xds_plaintext=0, monitoring=0), debounce_after=0.02)
     # store poll (20 ms) + debounce (20 ms) + building the push
-    assert asyncio.run(scenario()) < 0.5
+    assert _pushed_after_apply(tmp_path, settings, poll_interval=0.02) < 0.5
+
+
+def test_a_whole_write_is_noticed_at_once_and_not_held_by_the_debounce(tmp_path: Path) -> None:
+    # A 10 s poll and a 10 s debounce: only inotify and the write window can be this quick.
+    ports = Ports(xds_plaintext=0, monitoring=0)
+    settings = Settings(ports=ports, debounce_after=10.0, debounce_after_write=0.01)
+    assert _pushed_after_apply(tmp_path, settings, poll_interval=10.0) < 1.0

@@ -133,3 +133,26 @@ def test_a_failed_push_does_not_stop_later_ones() -> None:
         assert len(pushes.pushes) == 2
 
     run(scenario)
+
+
+def test_a_request_with_its_own_quiet_window_is_pushed_after_it() -> None:
+    async def scenario() -> None:
+        pushes = Recorder()
+        debouncer = Debouncer(pushes, after=1.0, max_delay=5)
+        task = await _started(debouncer)
+        start = time.monotonic()
+        debouncer.enqueue(request_for_change(frozenset({vs("whole-write")})), quiet=0.01)
+        await asyncio.sleep(0.2)
+        assert len(pushes.pushes) == 1, "a whole store write waited for the 1 s window"
+        assert pushes.pushes[0][0] - start < 0.15
+        # a burst with a request of the ordinary window waits for the longer one
+        debouncer.enqueue(request_for_change(frozenset({vs("a")})), quiet=0.01)
+        debouncer.enqueue(request_for_change(frozenset({vs("b")})))
+        await asyncio.sleep(0.3)
+        assert len(pushes.pushes) == 1
+        await asyncio.sleep(1.0)
+        task.cancel()
+        assert len(pushes.pushes) == 2
+        assert pushes.pushes[1][1].configs_updated == {vs("a"), vs("b")}
+
+    run(scenario)
