@@ -266,7 +266,7 @@ def save_status(store: LiveStore, key: ConfigKey, status: ApplicationStatus) -> 
         manifest["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         document = RawDocument(f"<{key}>", 1, manifest, {})
         try:
-            store.apply([document])
+            store.apply([document], durable=False)  # recomputed after a crash: no fsync
             return
         except ConflictError:
             continue

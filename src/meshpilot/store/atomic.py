@@ -16,8 +16,9 @@ from pathlib import Path
 __all__ = ["fsync_dir", "remove_files", "replace_files"]
 
 
-def replace_files(files: Sequence[tuple[Path, str]]) -> None:
-    """Write each (path, text) atomically (0600 files, 0700 directories created)."""
+def replace_files(files: Sequence[tuple[Path, str]], durable: bool = True) -> None:
+    """Write each (path, text) atomically (0600 files, 0700 directories created);
+    `durable=False`: still atomic for readers, but nothing is fsynced."""
     staged: list[tuple[str, Path]] = []
     try:
         for path, text in files:
@@ -26,8 +27,9 @@ def replace_files(files: Sequence[tuple[Path, str]]) -> None:
             staged.append((tmp, path))
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
+                if durable:
+                    fh.flush()
+                    os.fsync(fh.fileno())
         for tmp, path in staged:
             os.replace(tmp, path)
     except BaseException:
@@ -35,8 +37,9 @@ def replace_files(files: Sequence[tuple[Path, str]]) -> None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
-    for directory in dict.fromkeys(path.parent for _, path in staged):
-        fsync_dir(directory)
+    if durable:
+        for directory in dict.fromkeys(path.parent for _, path in staged):
+            fsync_dir(directory)
 
 
 def remove_files(paths: Sequence[Path]) -> None:

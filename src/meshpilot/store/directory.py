@@ -176,12 +176,16 @@ class DirectoryStore:
     # -- writing -------------------------------------------------------------------------
 
     def apply(
-        self, documents: Sequence[RawDocument], *, dry_run: bool = False
+        self, documents: Sequence[RawDocument], *, dry_run: bool = False, durable: bool = True
     ) -> list[ApplyResult]:
         """Validate and write `documents` as whole objects, all or nothing.
 
         Raises InvalidObjectsError (the loader's diagnostics) or ConflictError; nothing is
         written then. `dry_run` checks everything and reports what would happen.
+        `durable=False` skips the fsyncs (readers still see whole files and whole journal
+        lines): for GitOps status, which the controller recomputes after a crash; three
+        fsyncs per write held the write lock ~7 ms, and a resync at a new commit writes
+        every app's status (B8: a webhook's sync waited behind a hundred of them).
         """
         loaded = load_documents(documents)
         refuse_unstorable(loaded)
@@ -204,8 +208,9 @@ class DirectoryStore:
             changes = [(k, m) for k, m, action in planned if action is not ApplyAction.UNCHANGED]
             if dry_run or not changes:
                 return results
-            replace_files([(self._path(key), dump_manifest(m)) for key, m in changes])
-            self.journal.append(version, [("put", key) for key, _ in changes])
+            files = [(self._path(key), dump_manifest(m)) for key, m in changes]
+            replace_files(files, durable=durable)
+            self.journal.append(version, [("put", key) for key, _ in changes], durable=durable)
             for key, manifest in changes:  # what the files now hold: no need to parse them
                 self._own_writes[key] = (version, manifest)
         self.refresh()

@@ -106,8 +106,11 @@ class Notifier:
     async def wait(self, timeout: float, settle: bool = True) -> None:
         """Until an event or `timeout`; `settle`: give a write still open 10 ms to finish
         (not needed by readers that take whole lines only, like the store's journal)."""
+        # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
+        # lands as the event fires, and the watch loop (and whoever awaits it) never ends
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._event.wait()
         if self._event.is_set():
             self._event.clear()
             if settle and (self._writing or self._lost):

@@ -70,15 +70,19 @@ class Journal:
                 return entry.version
         return 0
 
-    def append(self, version: int, changes: list[tuple[str, ConfigKey]]) -> None:
-        """Append the lines of one write and make them durable. Call under the write lock."""
+    def append(
+        self, version: int, changes: list[tuple[str, ConfigKey]], durable: bool = True
+    ) -> None:
+        """Append the lines of one write (one write call: readers see whole lines) and
+        make them durable unless told not to. Call under the write lock."""
         text = "".join(
             f"{version}\t{op}\t{key.kind}\t{key.namespace}\t{key.name}\n" for op, key in changes
         )
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, text.encode())
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         with contextlib.suppress(OSError):

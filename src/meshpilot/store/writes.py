@@ -105,9 +105,10 @@ class LiveStore(ConfigStore, Protocol):
         ...
 
     def apply(
-        self, documents: Sequence[RawDocument], *, dry_run: bool = False
+        self, documents: Sequence[RawDocument], *, dry_run: bool = False, durable: bool = True
     ) -> list[ApplyResult]:
-        """Validate and write whole objects, all or nothing."""
+        """Validate and write whole objects, all or nothing. `durable=False`: atomic for
+        readers but not fsynced (status a controller recomputes anyway)."""
         ...
 
     def delete(self, keys: Sequence[ConfigKey], *, dry_run: bool = False) -> list[DeleteResult]: ...

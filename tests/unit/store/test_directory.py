@@ -258,3 +258,13 @@ def test_a_reader_skipping_kinds_never_loads_them(tmp_path: Path) -> None:
     writer.apply(docs(APP.replace("HEAD", "v2")) + vs(60))
     assert reader.refresh() == ChangeEvent(frozenset({VS_KEY}), 3, whole_writes=True)
     assert reader.get(APP_KEY) is None and writer.get(APP_KEY) is not None
+
+
+def test_a_write_that_is_not_durable_reaches_readers_whole(tmp_path: Path) -> None:
+    writer = DirectoryStore(tmp_path / "live")
+    reader = DirectoryStore(tmp_path / "live")
+    reader.snapshot()
+    writer.apply(docs(APP), durable=False)
+    assert reader.refresh() == ChangeEvent(frozenset({APP_KEY}), 1, whole_writes=True)
+    assert reader.manifest(APP_KEY)["spec"]["project"] == "default"  # type: ignore[index]
+    assert not list((tmp_path / "live").rglob("*.tmp"))

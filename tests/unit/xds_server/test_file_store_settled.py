@@ -1,5 +1,5 @@
 """The file store reads a change at once when inotify saw every write complete, and takes a
-second look when a write may still be in progress (store/files.py _Notifier)."""
+second look when a write may still be in progress (store/files.py Notifier)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import struct
 from pathlib import Path
 
 from meshpilot.store.base import ChangeEvent
-from meshpilot.store.files import FileStore, Fingerprint, _Notifier
+from meshpilot.store.files import FileStore, Fingerprint
+from meshpilot.store.inotify import Notifier
 
 MODIFY, CLOSE_WRITE, MOVED_TO, CREATE, OVERFLOW = 0x2, 0x8, 0x80, 0x100, 0x4000
 
@@ -24,8 +25,8 @@ def event(mask: int, name: bytes, wd: int = 1) -> bytes:
     return struct.pack("iIII", wd, mask, 0, len(padded)) + padded
 
 
-def notifier(*events: bytes) -> _Notifier:
-    n = _Notifier(())
+def notifier(*events: bytes) -> Notifier:
+    n = Notifier(())
     n._note(b"".join(events))
     n._woke = True
     return n

@@ -88,9 +88,9 @@ class StoreView:
         return projects
 
     def apply(
-        self, documents: Sequence[RawDocument], *, dry_run: bool = False
+        self, documents: Sequence[RawDocument], *, dry_run: bool = False, durable: bool = True
     ) -> list[ApplyResult]:
-        return self.store.apply(documents, dry_run=dry_run)
+        return self.store.apply(documents, dry_run=dry_run, durable=durable)
 
     def delete(self, keys: Sequence[ConfigKey], *, dry_run: bool = False) -> list[DeleteResult]:
         return self.store.delete(keys, dry_run=dry_run)
