@@ -9,14 +9,17 @@ Synthetic mesh (bench/synthetic_mesh.py): 1000 Services x 2 ports, 1000 VirtualS
   baseline: SerializeToString of exactly the resources each produced
   per type: the same runs split by generator (timed around each GENERATORS entry) and
   each next to the serialization of its own resources
-  CDS cold per cluster (next to Istio's ~17.6 us/cluster), peak RSS.
+  CDS cold per cluster (next to Istio's ~17.6 us/cluster), peak RSS, garbage collection
+  inside each cold run and the load average (the machine may be shared).
 Targets (PERFORMANCE.md B1): cold <= 10x serialization, warm <= 1.5x.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import platform
 import resource
 import statistics
@@ -102,6 +105,32 @@ def _per_type(runs: list[tuple[dict[str, float], dict[str, float]]]) -> dict[str
     return out
 
 
+class _GcWatch:
+    """Garbage-collection time and collections (by generation) while `active`: a full
+    collection landing inside a timed generation shows up here, not as slower code."""
+
+    def __init__(self) -> None:
+        self.active = False
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self._start = 0.0
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if not self.active:
+            return
+        if phase == "start":
+            self._start = _clock()
+        else:
+            self.seconds += _clock() - self._start
+            self.collections[info["generation"]] += 1
+
+    def take(self) -> tuple[float, list[int]]:
+        out = (self.seconds, self.collections)
+        self.seconds, self.collections = 0.0, [0, 0, 0]
+        return out
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = _clock()
     result = fn()
@@ -143,12 +172,18 @@ def run(repeat: int) -> dict[str, Any]:
     cold_types, warm_types = [], []
     counts: dict[str, int] = {}
     times = _TypeTimes()
+    gc_watch = _GcWatch()
+    cold_gc: list[tuple[float, list[int]]] = []
+    load_before = os.getloadavg()[0]
     for _ in range(repeat):
         push = build_push_context(loaded.objects, loaded.mesh)
         settle_long_lived_objects()  # as the control plane does after each push build
         proxy_a, proxy_b = _proxy(push, PROXY_A), _proxy(push, PROXY_B)
         times.take()
+        gc_watch.active = True
         t_cold, config_a = _timed(lambda: generate_proxy_config(push, proxy_a))  # noqa: B023
+        gc_watch.active = False
+        cold_gc.append(gc_watch.take())
         cold_gen = times.take()
         t_warm, config_b = _timed(lambda: generate_proxy_config(push, proxy_b))  # noqa: B023
         warm_gen = times.take()
@@ -173,6 +208,9 @@ def run(repeat: int) -> dict[str, Any]:
         "cold_per_type": _per_type(cold_types),
         "warm_per_type": _per_type(warm_types),
         "cds_cold_us_per_cluster": med(cds) * 1e6,
+        "cold_gc_ms": [round(t * 1e3, 1) for t, _ in cold_gc],
+        "cold_gc_collections": [c for _, c in cold_gc],
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "istio_us_per_cluster": 17.6,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "repeat": repeat,
@@ -214,6 +252,10 @@ def markdown(r: dict[str, Any]) -> str:
             f"| CDS cold per cluster | {r['cds_cold_us_per_cluster']:.1f} us | Istio (Go) "
             f"{r['istio_us_per_cluster']} us | | |",
             f"| peak RSS | {r['peak_rss_mb']:.0f} MB | | | |",
+            "",
+            f"garbage collection in each cold run: {r['cold_gc_ms']} ms, collections by "
+            f"generation {r['cold_gc_collections']}; load average before/after "
+            f"{r['load_average']}",
             "",
             "resources per sidecar: "
             + ", ".join(f"{k} {v}" for k, v in r["resources_per_sidecar"].items()),

@@ -79,13 +79,16 @@ def test_each_route_is_translated_once_for_all_ports_unless_the_port_changes_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     calls: list[int] = []
-    real = encoded.route_body
 
-    def counting(ctx: RouteContext, *args: Any) -> rc.Route | None:
-        calls.append(ctx.port)
-        return real(ctx, *args)
+    def counting(real: Any) -> Any:  # plain routes are encoded without route_body
+        def count(ctx: RouteContext, *args: Any) -> Any:
+            calls.append(ctx.port)
+            return real(ctx, *args)
 
-    monkeypatch.setattr(encoded, "route_body", counting)
+        return count
+
+    for name in ("route_body", "encode_plain_route"):
+        monkeypatch.setattr(encoded, name, counting(getattr(encoded, name)))
     push = push_of(SERVICES, CLIENT, DETAILS_VS)
     generate_sidecar_routes(push, proxy_of(push, "client"), ["9080", "9090"])
     # Three routes on 9080; on 9090 only the one without destination port is redone.

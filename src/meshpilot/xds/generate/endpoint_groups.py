@@ -39,11 +39,17 @@ def group_bytes(
     if not subset_labels:
         return [g.serialized for g in groups]
     out = []
-    wanted = subset_labels.items()
+    wanted = list(subset_labels.items())
     for g in groups:
-        members = [
-            i for i, ep in enumerate(g.endpoints) if all(ep.labels.get(k) == v for k, v in wanted)
-        ]
+        if len(wanted) == 1:  # the usual subset (`version: v1`): no generator per endpoint
+            k, v = wanted[0]
+            members = [i for i, ep in enumerate(g.endpoints) if ep.labels.get(k) == v]
+        else:
+            members = [
+                i
+                for i, ep in enumerate(g.endpoints)
+                if all(ep.labels.get(k) == v for k, v in wanted)
+            ]
         if len(members) == len(g.endpoints):
             out.append(g.serialized)
         elif members:
@@ -75,9 +81,11 @@ def assignment_endpoints(
 class _Group:
     """One locality's endpoints of a service port, serialized each and all together."""
 
-    endpoints: tuple[Endpoint, ...]
+    # The lists the encoder built, kept as they are (never changed): copies into tuples
+    # were thousands more objects per push.
+    endpoints: Sequence[Endpoint]
     locality: bytes  # serialized envoy.config.core.v3.Locality, empty for none
-    lb_endpoints: tuple[bytes, ...]  # serialized LbEndpoint per endpoint
+    lb_endpoints: Sequence[bytes]  # serialized LbEndpoint per endpoint
     serialized: bytes  # the LocalityLbEndpoints of all of them
 
 
@@ -94,9 +102,13 @@ class _Encoder:
     """One push's encoded groups and the parts they share."""
 
     __slots__ = (
+        "_by_pod",
         "_endpoints",
         "_groups",
+        "_labels",
         "_localities",
+        "_locality_names",
+        "_no_peer_authn",
         "_peer_authn",
         "_shared",
         "framed",
@@ -106,11 +118,15 @@ class _Encoder:
         self, index: PeerAuthnIndex, endpoints: Callable[[Service, int], Sequence[Endpoint]]
     ) -> None:
         self._peer_authn = index
+        self._no_peer_authn = index.empty  # read per endpoint
         self._endpoints = endpoints
         self.framed: dict[tuple[str, str, int], bytes] = {}  # assignment_endpoints
         self._groups: dict[tuple[str, str, int], list[_Group]] = {}
-        self._localities: dict[Locality, bytes] = {}
+        self._localities: dict[tuple[str, str, str], bytes] = {}
+        self._locality_names: dict[tuple[str, str, str], str] = {}  # str(Locality), for sorting
         self._shared: dict[tuple[str, str, int], bytes] = {}  # by (workload, tlsMode, weight)
+        self._by_pod: dict[str, bytes] = {}  # _shared_part
+        self._labels: list[Mapping[str, str]] = []  # keeps _by_pod's ids unique
 
     def groups(self, svc: Service, port: int) -> list[_Group]:
         """A service port's healthy endpoints by locality, shared by the port's default
@@ -119,30 +135,36 @@ class _Encoder:
         found = self._groups.get(key)
         if found is not None:
             return found
-        by_locality: dict[Locality, list[Endpoint]] = {}
+        # Keyed by the locality's fields: a plain tuple hashes in C, the dataclass in Python.
+        by_locality: dict[tuple[str, str, str], list[Endpoint]] = {}
         for ep in self._endpoints(svc, port):
             if ep.healthy:
-                members = by_locality.get(ep.locality)
+                loc = ep.locality
+                where = (loc.region, loc.zone, loc.subzone)
+                members = by_locality.get(where)
                 if members is None:
-                    by_locality[ep.locality] = [ep]
+                    by_locality[where] = [ep]
                 else:
                     members.append(ep)
         found = self._groups[key] = []
-        for locality in sorted(by_locality, key=str):
-            eps = by_locality[locality]
-            loc = self._locality(locality)
+        names = self._locality_names
+        for where, eps in sorted(
+            by_locality.items(),
+            key=lambda kv: names.get(kv[0]) or names.setdefault(kv[0], str(kv[1][0].locality)),
+        ):
+            encoded = self._locality(where, eps[0].locality)
             lbs = [self._lb_endpoint(ep) for ep in eps]
-            found.append(_Group(tuple(eps), loc, tuple(lbs), _serialize_group(loc, eps, lbs)))
+            found.append(_Group(eps, encoded, lbs, _serialize_group(encoded, eps, lbs)))
         return found
 
-    def _locality(self, locality: Locality) -> bytes:
-        found = self._localities.get(locality)
+    def _locality(self, where: tuple[str, str, str], locality: Locality) -> bytes:
+        found = self._localities.get(where)
         if found is None:
-            found = self._localities[locality] = (
+            found = self._localities[where] = (
                 base_pb2.Locality(
                     region=locality.region, zone=locality.zone, sub_zone=locality.subzone
                 ).SerializeToString()
-                if str(locality)
+                if any(where)
                 else b""
             )
         return found
@@ -158,7 +180,21 @@ class _Encoder:
         )
 
     def _shared_part(self, ep: Endpoint) -> bytes:
-        """Health, weight and Istio's metadata (`istio.workload`, tlsMode), serialized."""
+        """Health, weight and Istio's metadata (`istio.workload`, tlsMode), serialized. A
+        pod serving several ports gets it once: without PeerAuthentications it depends on
+        the pod's labels object, workload, namespace, tlsMode and weight alone (a string key:
+        no tuple per endpoint for the garbage collector; the labels are kept, so their id
+        stays unique)."""
+        if not self._no_peer_authn:
+            return self._shared_part_of(ep)
+        key = f"{id(ep.labels)}/{ep.workload_name}/{ep.namespace}/{ep.tls_mode}/{ep.weight}"
+        found = self._by_pod.get(key)
+        if found is None:
+            found = self._by_pod[key] = self._shared_part_of(ep)
+            self._labels.append(ep.labels)
+        return found
+
+    def _shared_part_of(self, ep: Endpoint) -> bytes:
         workload = (
             workload_metadata(ep.workload_name, ep.namespace, ep.labels) if ep.workload_name else ""
         )
@@ -182,9 +218,9 @@ class _Encoder:
 
     def _mtls_disabled(self, ep: Endpoint) -> bool:
         """The workload's PeerAuthentication disables mTLS on this port."""
-        index = self._peer_authn
-        if index.empty:
+        if self._no_peer_authn:
             return False
+        index = self._peer_authn
         return index.for_workload(ep.namespace, ep.labels).for_port(ep.port) is MtlsMode.DISABLE
 
 

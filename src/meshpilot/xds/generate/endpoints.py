@@ -14,6 +14,7 @@ from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.registry.model import Service
+from meshpilot.xds.generate.batch_parse import parse_many
 from meshpilot.xds.generate.endpoint_groups import assignment_endpoints, group_bytes
 from meshpilot.xds.names import parse_cluster_name
 from meshpilot.xds.wire import field_number, length_delimited
@@ -45,10 +46,15 @@ def generate_endpoints(
         shared: list[endpoint_pb2.ClusterLoadAssignment] = []
         localized: list[tuple[int, LocalityPlan]] = []
         resolved: dict[str, _Resolved] = {}  # a service's clusters: one lookup
-        for name in sorted(names or ()):
-            cla = memo.get(name)
-            if cla is None:
-                cla = memo[name] = _assignment(push, proxy, scope, name, resolved, plans)
+        wanted = sorted(names or ())
+        missing = [n for n in wanted if n not in memo]
+        bodies = [_assignment(push, proxy, scope, n, resolved, plans) for n in missing]
+        built = [n for n, b in zip(missing, bodies, strict=True) if b is not None]
+        parsed = parse_many(endpoint_pb2.ClusterLoadAssignment, [b for b in bodies if b])
+        memo.update(dict.fromkeys(missing, _NONE))
+        memo.update(zip(built, parsed, strict=True))
+        for name in wanted:
+            cla = memo[name]
             if cla is not _NONE:
                 if name in plans:
                     localized.append((len(shared), plans[name]))
@@ -70,8 +76,10 @@ _Plan = tuple[
 _NONE = endpoint_pb2.ClusterLoadAssignment()  # marks names with no assignment
 
 
-# A service host as the proxy sees it, with the DestinationRule that applies (or None).
-_Resolved = tuple[Service, BoundDestinationRule | None] | None
+# A service host as the proxy sees it, with the DestinationRule that applies (or None), the
+# labels of the rule's subsets by name (the first of a name, as Istio reads them) and
+# whether locality LB may apply (_may_localize).
+_Resolved = tuple[Service, BoundDestinationRule | None, dict[str, Mapping[str, str]], bool] | None
 
 
 def _assignment(
@@ -81,46 +89,56 @@ def _assignment(
     name: str,
     resolved: dict[str, _Resolved],
     plans: dict[str, LocalityPlan],
-) -> endpoint_pb2.ClusterLoadAssignment:
-    """The shared assignment of cluster `name` (or _NONE); records in `plans` how locality
+) -> bytes | None:
+    """The serialized shared assignment of cluster `name` (or None); records in `plans` how locality
     LB rewrites it per proxy, if it does. (Plain messages in the memo: thousands of small
     wrapper objects cost more in garbage collection than they saved.)"""
     from meshpilot.xds.generate.endpoint_locality import locality_plan
 
     parsed = parse_cluster_name(name)
     if parsed is None or parsed[0] != "outbound":
-        return _NONE
+        return None
     _, port, subset, hostname = parsed
     if hostname in resolved:
         found = resolved[hostname]
     else:
         svc = scope.service(hostname)
-        found = resolved[hostname] = (
-            (svc, push.destination_rule(proxy, svc)) if svc is not None else None
-        )
+        rule = push.destination_rule(proxy, svc) if svc is not None else None
+        by_name: dict[str, Mapping[str, str]] = {}
+        for s in reversed(rule.obj.model.spec.subsets if rule else ()):
+            by_name[s.name] = s.labels  # the first subset of a name wins
+        localizes = _may_localize(push, rule)
+        found = resolved[hostname] = (svc, rule, by_name, localizes) if svc is not None else None
     if found is None:
-        return _NONE
-    svc, rule = found
-    labels = _subset_labels(rule, subset)
+        return None
+    svc, rule, by_name, localizes = found
+    labels = by_name.get(subset) if subset else None
     if subset and labels is None:
-        return _NONE
-    # Assembled from the cached serialized groups and parsed once: no per-message copies.
+        return None
+    # Assembled from the cached serialized groups, parsed with the others: no copies.
     body = length_delimited(_CLA_NAME, name.encode()) + assignment_endpoints(
         push, svc, port, labels
     )
-    plan = locality_plan(push, svc, port, subset, rule)
+    plan = locality_plan(push, svc, port, subset, rule) if localizes else None
     if plan is not None:
         plans[name] = plan
-    return endpoint_pb2.ClusterLoadAssignment.FromString(body)
+    return body
 
 
-def _subset_labels(rule: BoundDestinationRule | None, subset: str) -> Mapping[str, str] | None:
-    if not subset:
-        return None
-    for s in rule.obj.model.spec.subsets if rule else ():
-        if s.name == subset:
-            return s.labels
-    return None
+def _may_localize(push: PushContext, rule: BoundDestinationRule | None) -> bool:
+    """Can locality LB apply to any of the rule's clusters? Only with the mesh's setting or
+    one in the rule (a merged policy takes its settings from the rule's policies)."""
+    if push.mesh.locality_lb_setting is not None:
+        return True
+    spec = rule.obj.model.spec if rule else None
+    policies = [spec.traffic_policy, *(s.traffic_policy for s in spec.subsets)] if spec else []
+    for policy in policies:
+        if policy is None:
+            continue
+        balancers = [policy.load_balancer, *(p.load_balancer for p in policy.port_level_settings)]
+        if any(lb is not None and lb.locality_lb_setting is not None for lb in balancers):
+            return True
+    return False
 
 
 def locality_endpoints(

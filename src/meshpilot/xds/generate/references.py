@@ -8,6 +8,7 @@ contexts once per push, not once per proxy, keeps a warm generation near seriali
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
@@ -21,27 +22,46 @@ __all__ = ["cluster_references", "remember_references"]
 _MEMO = "xds.cluster_references"
 _NO_NAMES: frozenset[str] = frozenset()
 
-# id(cluster) -> (cluster, EDS name or "", SDS names). The message itself is kept in the
-# entry so that its id cannot be reused by another object while the push lives.
-_Entry = tuple[cluster_pb2.Cluster, str, frozenset[str]]
+
+@dataclass(slots=True)
+class _Known:
+    """By id(cluster): the cluster (kept so that its id cannot be reused by another object
+    while the push lives), its EDS name ("" for none) and SDS names. Three flat maps rather
+    than a tuple per cluster: thousands of tuples were work for the garbage collector."""
+
+    clusters: dict[int, cluster_pb2.Cluster] = field(default_factory=dict)
+    eds: dict[int, str] = field(default_factory=dict)
+    sds: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    def add(self, cluster: cluster_pb2.Cluster, eds: str, sds: frozenset[str]) -> None:
+        key = id(cluster)
+        self.clusters[key] = cluster
+        self.eds[key] = eds
+        self.sds[key] = sds
+
+
+def _known(push: PushContext) -> _Known:
+    found = push.memo.get(_MEMO)
+    if found is None:
+        found = push.memo[_MEMO] = _Known()
+    assert isinstance(found, _Known)
+    return found
 
 
 def cluster_references(
     push: PushContext, clusters: Sequence[cluster_pb2.Cluster]
 ) -> tuple[set[str], frozenset[str]]:
     """(EDS service names, SDS secret names) of `clusters`."""
-    memo = push.memo.setdefault(_MEMO, {})
-    assert isinstance(memo, dict)
+    known = _known(push)
     eds: set[str] = set()
     sds: set[str] = set()
     for cluster in clusters:
-        entry: _Entry | None = memo.get(id(cluster))
-        if entry is None or entry[0] is not cluster:
-            entry = memo[id(cluster)] = (cluster, _eds_name(cluster), _sds(cluster))
-        if entry[1]:
-            eds.add(entry[1])
-        if entry[2]:
-            sds |= entry[2]
+        if known.clusters.get(id(cluster)) is not cluster:
+            known.add(cluster, _eds_name(cluster), _sds(cluster))
+        if name := known.eds[id(cluster)]:
+            eds.add(name)
+        if names := known.sds[id(cluster)]:
+            sds |= names
     return eds, frozenset(sds)
 
 
@@ -51,9 +71,7 @@ def remember_references(
     """Record a finished cluster's SDS names (and EDS name, unless None), known to its
     builder, so that `cluster_references` need not unpack its TLS contexts. The cluster must
     not change afterwards."""
-    memo = push.memo.setdefault(_MEMO, {})
-    assert isinstance(memo, dict)
-    memo[id(cluster)] = (cluster, _eds_name(cluster) if eds is None else eds, sds)
+    _known(push).add(cluster, _eds_name(cluster) if eds is None else eds, sds)
 
 
 def _eds_name(cluster: cluster_pb2.Cluster) -> str:

@@ -81,11 +81,9 @@ def _outbound(push: PushContext, proxy: Proxy) -> tuple[cluster_pb2.Cluster, ...
     """Outbound clusters are the same for every proxy of a class: built once per push."""
 
     def build() -> list[cluster_pb2.Cluster]:
-        out: list[cluster_pb2.Cluster] = []
-        for svc in push.proxy_scope(proxy).services:
-            if not svc.is_alias:  # ExternalName aliases have no cluster (Istio Alias)
-                out.extend(build_outbound_clusters(push, proxy, svc))
-        return out
+        # ExternalName aliases have no cluster (Istio Alias).
+        services = [s for s in push.proxy_scope(proxy).services if not s.is_alias]
+        return build_outbound_clusters(push, proxy, services)
 
     key = ("cds-outbound", push.proxy_class(proxy))
     return cache_for(push).get_or_build(key, build).messages

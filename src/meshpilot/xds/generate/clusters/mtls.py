@@ -44,6 +44,8 @@ __all__ = [
     "ALPN_IN_MESH_H2_WITH_MXC",
     "ALPN_IN_MESH_WITH_MXC",
     "MUTUAL_SDS_NAMES",
+    "auto_mtls_context",
+    "auto_mtls_matches",
     "auto_mtls_matches_field",
     "istio_mutual_context",
     "istio_mutual_socket",
@@ -231,9 +233,18 @@ _OTHER_MATCHES = match_entries(m.SerializeToString() for m in _MATCHES.transport
 def auto_mtls_matches_field(push: PushContext, sni: str, sans: Sequence[str], http2: bool) -> bytes:
     """mTLS to endpoints whose metadata says `tlsMode: istio`, plaintext to the rest: the two
     `transport_socket_matches` of a cluster, serialized, the mTLS context from cached bytes."""
-    return socket_matches_field(
-        _FIRST_MATCH, _context_bytes(push, sans, http2) + _sni_bytes(sni), _OTHER_MATCHES
-    )
+    return auto_mtls_matches(auto_mtls_context(push, sans, http2), sni)
+
+
+def auto_mtls_context(push: PushContext, sans: Sequence[str], http2: bool) -> bytes:
+    """The serialized mTLS context of `auto_mtls_matches_field`, without SNI (once per push
+    for each identity set; a service's clusters may keep it to skip the lookup)."""
+    return _context_bytes(push, sans, http2)
+
+
+def auto_mtls_matches(context: bytes, sni: str) -> bytes:
+    """`auto_mtls_matches_field` from the `auto_mtls_context` bytes."""
+    return socket_matches_field(_FIRST_MATCH, context + _sni_bytes(sni), _OTHER_MATCHES)
 
 
 def service_mtls_mode(

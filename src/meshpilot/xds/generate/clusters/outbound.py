@@ -3,17 +3,19 @@
 Most of a cluster is decided by its traffic policy, protocol and discovery type, which many
 clusters share; that part is built once per push as a template (one per distinct policy) and
 serialized. A cluster is the template's bytes followed by its own names, metadata and
-auto-mTLS socket matches, also serialized (encoded.py), parsed once in C; DestinationRule TLS
-sockets and DNS endpoints, rarer, are then set on the message.
+auto-mTLS socket matches, also serialized (encoded.py); a proxy class's clusters are parsed
+together in C (batch_parse.py). DestinationRule TLS sockets and DNS endpoints, rarer, are
+then set on the messages.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import base_pb2
+from envoy.config.endpoint.v3 import endpoint_components_pb2 as ec_pb2
 from envoy.extensions.network.dns_resolver.cares.v3 import cares_dns_resolver_pb2
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as hpo_pb2
 
@@ -22,6 +24,7 @@ from meshpilot.model.indexes.destination_rules import BoundDestinationRule
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Protocol, Resolution, Service, ServicePort
+from meshpilot.xds.generate.batch_parse import parse_many
 from meshpilot.xds.generate.clusters.common import (
     attach_protocol_options,
     base_cluster,
@@ -33,7 +36,8 @@ from meshpilot.xds.generate.clusters.encoded import identity_fields, metadata_fi
 from meshpilot.xds.generate.clusters.locality import apply_locality_cluster
 from meshpilot.xds.generate.clusters.mtls import (
     MUTUAL_SDS_NAMES,
-    auto_mtls_matches_field,
+    auto_mtls_context,
+    auto_mtls_matches,
     istio_mutual_socket,
     push_trust_domains,
     uses_auto_mtls,
@@ -61,25 +65,51 @@ _METADATA = "clusters.metadata"
 
 
 def build_outbound_clusters(
-    push: PushContext, proxy: Proxy, svc: Service
+    push: PushContext, proxy: Proxy, services: Iterable[Service]
 ) -> list[cluster_pb2.Cluster]:
-    """Clusters for every TCP port of `svc` as this proxy sees it (its DestinationRule chosen
-    by Istio's namespace precedence)."""
-    rule = push.destination_rule(proxy, svc)
-    subsets = rule.obj.model.spec.subsets if rule else []
+    """Clusters for every TCP port of each service as this proxy sees it (its
+    DestinationRule chosen by Istio's namespace precedence), parsed together."""
     sniff = proxy.type is ProxyType.SIDECAR
-    out: list[cluster_pb2.Cluster] = []
-    for port in svc.ports:
-        if port.protocol is Protocol.UDP:
-            continue
-        for subset, labels in (("", None), *((s.name, s.labels) for s in subsets)):
-            built = _build(push, svc, port, subset, rule, labels, sniff)
-            if built is not None:
-                out.append(built)
-    return out
+    pending = _Pending()
+    for svc in services:
+        rule = push.destination_rule(proxy, svc)
+        subsets = rule.obj.model.spec.subsets if rule else []
+        contexts: dict[bool, bytes] = {}  # the service's auto-mTLS context, by HTTP/2
+        for port in svc.ports:
+            if port.protocol is Protocol.UDP:
+                continue
+            for subset, labels in (("", None), *((s.name, s.labels) for s in subsets)):
+                _encode(push, svc, port, subset, rule, labels, sniff, pending, contexts)
+    clusters = parse_many(cluster_pb2.Cluster, pending.bodies)
+    for i, (name, sds) in enumerate(zip(pending.eds_names, pending.sds, strict=True)):
+        cluster = clusters[i]
+        if i in pending.extras:
+            assignment, socket = pending.extras[i]
+            if assignment is not None:  # DNS endpoints and DestinationRule TLS: rare
+                cluster.load_assignment.cluster_name = cluster.name
+                cluster.load_assignment.endpoints.extend(assignment)
+            if socket is not None:
+                cluster.transport_socket.CopyFrom(socket)
+        if sds is not None:
+            remember_references(push, cluster, sds, name)
+    return clusters
 
 
-def _build(
+@dataclass(slots=True)
+class _Pending:
+    """Clusters as bytes, and what is set on them once parsed, in parallel lists: one object
+    per cluster would be thousands more for the garbage collector to count and walk."""
+
+    bodies: list[bytes] = field(default_factory=list)
+    eds_names: list[str] = field(default_factory=list)  # "" for non-EDS clusters
+    sds: list[frozenset[str] | None] = field(default_factory=list)
+    # By position: (DNS endpoints, DestinationRule TLS socket), for the few that have them.
+    extras: dict[
+        int, tuple[list[ec_pb2.LocalityLbEndpoints] | None, base_pb2.TransportSocket | None]
+    ] = field(default_factory=dict)
+
+
+def _encode(
     push: PushContext,
     svc: Service,
     port: ServicePort,
@@ -87,30 +117,29 @@ def _build(
     rule: BoundDestinationRule | None,
     subset_labels: Mapping[str, str] | None,
     sniff: bool,
-) -> cluster_pb2.Cluster | None:
+    pending: _Pending,
+    contexts: dict[bool, bytes],
+) -> None:
     name = outbound_cluster(port.port, subset, svc.hostname)
     policy = push_traffic_policy(push, rule, port.port, subset)
     template = _template(push, _TYPE[svc.resolution], port.protocol, sniff, policy)
+    assignment = None
     if template.dns:
         assignment = locality_endpoints(push, svc, port.port, subset_labels)
         if not assignment:
-            return None  # Istio drops DNS clusters without endpoints
+            return  # Istio drops DNS clusters without endpoints
     tail = identity_fields(name, template.eds) + _metadata(push, svc, rule, subset)
     sni = sni_name(port.port, subset, svc.hostname)
-    tls = _tls(push, svc, sni, policy, template)
+    tls = _tls(push, svc, sni, policy, template, contexts)
     if isinstance(tls, bytes):
         tail += tls
-    # The template's bytes then the cluster's own, parsed once (see encoded.py).
-    cluster = cluster_pb2.Cluster.FromString(template.serialized + tail)
-    if template.dns:
-        cluster.load_assignment.cluster_name = name
-        cluster.load_assignment.endpoints.extend(assignment)
-    if isinstance(tls, base_pb2.TransportSocket):
-        cluster.transport_socket.CopyFrom(tls)
-    sds = _sds_names(policy, template, tls)
-    if sds is not None:
-        remember_references(push, cluster, sds, name if template.eds else "")
-    return cluster
+    socket = tls if isinstance(tls, base_pb2.TransportSocket) else None
+    if assignment is not None or socket is not None:
+        pending.extras[len(pending.bodies)] = (assignment, socket)
+    # The template's bytes then the cluster's own (see encoded.py).
+    pending.bodies.append(template.serialized + tail)
+    pending.eds_names.append(name if template.eds else "")
+    pending.sds.append(_sds_names(policy, template, tls))
 
 
 def _tls(
@@ -119,9 +148,10 @@ def _tls(
     sni: str,
     policy: TrafficPolicy | None,
     template: _Template,
+    contexts: dict[bool, bytes],
 ) -> bytes | base_pb2.TransportSocket | None:
     """DestinationRule TLS (a transport socket), else automatic mTLS (serialized socket
-    matches), else nothing: see mtls.py for the table."""
+    matches, from the service's `contexts`), else nothing: see mtls.py for the table."""
     tls = policy.tls if policy else None
     if tls is not None and tls.mode == "ISTIO_MUTUAL":
         sans = tls.subject_alt_names or push_trust_domains(push, svc.service_accounts)
@@ -130,8 +160,11 @@ def _tls(
         return upstream_tls_socket(tls, sni, svc.service_accounts, template.http2)
     if template.original_dst or not uses_auto_mtls(push, svc, policy, tls):
         return None
-    accounts = push_trust_domains(push, svc.service_accounts)
-    return auto_mtls_matches_field(push, sni, accounts, template.http2)
+    context = contexts.get(template.http2)
+    if context is None:
+        accounts = push_trust_domains(push, svc.service_accounts)
+        context = contexts[template.http2] = auto_mtls_context(push, accounts, template.http2)
+    return auto_mtls_matches(context, sni)
 
 
 def _sds_names(

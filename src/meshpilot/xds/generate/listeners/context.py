@@ -5,11 +5,12 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from meshpilot.model.indexes.virtual_services import MESH_GATEWAY, BoundVirtualService
+from meshpilot.model.indexes.virtual_services import BoundVirtualService
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.registry.model import Service
+from meshpilot.xds.generate.mesh_virtual_services import mesh_virtual_services
 from meshpilot.xds.names import BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER
 
 __all__ = ["ALLOW_ANY", "SidecarContext", "build_context"]
@@ -60,7 +61,7 @@ def build_context(push: PushContext, proxy: Proxy) -> SidecarContext:
     if mesh_vs is None:
         mesh_vs = memo[key] = tuple(
             vs
-            for vs in push.virtual_services.for_gateway(MESH_GATEWAY, proxy.namespace)
+            for vs in mesh_virtual_services(push, proxy.namespace)
             if any(scope.allows_host(h, vs.namespace) for h in vs.hosts)
         )
     ipv6 = bool(proxy.ip_addresses) and all(_is_ipv6(ip) for ip in proxy.ip_addresses)

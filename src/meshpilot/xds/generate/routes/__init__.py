@@ -3,6 +3,7 @@
 sidecar.py        one RouteConfiguration per outbound HTTP port
 virtual_hosts.py  virtual host names and domains
 encoded.py        a VirtualService's sidecar routes, serialized once per proxy for all ports
+plain_route.py    plain routes (destinations, timeout, retries, hashing) written as bytes
 assembly.py       route configs assembled from serialized routes and virtual hosts
 http_route.py     VirtualService HTTP routes -> Envoy routes (shared with gateways)
 delegate.py       short-name resolution and delegate VirtualService merging

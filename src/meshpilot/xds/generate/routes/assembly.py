@@ -23,6 +23,9 @@ __all__ = [
     "EncodedRoute",
     "VirtualHostParts",
     "encode_route",
+    "encoded_route",
+    "fixed_operation",
+    "match_path",
     "operation_parts",
     "route_configuration",
     "route_entry",
@@ -69,13 +72,23 @@ def route_entry(body: bytes) -> bytes:
 def operation_parts(route: rc.Route) -> tuple[str | None, str]:
     """Trace decorator (Istio's): `host:port<path>` for a single cluster, else
     `vsname:<listener port><path>`. Returns (the fixed operation or None, path)."""
-    m = route.match
+    path = match_path(route.match)
+    return fixed_operation(route.route.cluster if route.HasField("route") else "", path), path
+
+
+def match_path(m: rc.RouteMatch) -> str:
+    """The path part of a trace decorator's operation."""
     kind = m.WhichOneof("path_specifier")
-    path = {"prefix": m.prefix + "*", "path": m.path, "safe_regex": m.safe_regex.regex}.get(
+    path: str = {"prefix": m.prefix + "*", "path": m.path, "safe_regex": m.safe_regex.regex}.get(
         kind or "", "/*"
     )
-    parsed = names.parse_cluster_name(route.route.cluster if route.HasField("route") else "")
-    return (f"{parsed[3]}:{parsed[1]}{path}" if parsed is not None else None), path
+    return path
+
+
+def fixed_operation(cluster: str, path: str) -> str | None:
+    """`host:port<path>` when the route goes to one outbound cluster, else None."""
+    parsed = names.parse_cluster_name(cluster)
+    return f"{parsed[3]}:{parsed[1]}{path}" if parsed is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +116,13 @@ def encode_route(body: rc.Route, vs_name: str, catch_all: bool, extra: bytes) ->
     """`body`, a route without decorator, serialized and followed by `extra` (more of its
     fields, serialized)."""
     fixed_op, path = operation_parts(body)
-    serialized = body.SerializeToString() + extra
+    return encoded_route(body.SerializeToString() + extra, vs_name, path, fixed_op, catch_all)
+
+
+def encoded_route(
+    serialized: bytes, vs_name: str, path: str, fixed_op: str | None, catch_all: bool
+) -> EncodedRoute:
+    """A serialized route without decorator, and what its decorator is made of."""
     fixed = route_entry(serialized + _decorator(fixed_op)) if fixed_op is not None else None
     return EncodedRoute(serialized, vs_name, path, catch_all, fixed)
 

@@ -15,7 +15,7 @@ from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.model.visibility import visible_to
 from meshpilot.registry.model import Service
 from meshpilot.xds import names
-from meshpilot.xds.generate.routes.hash_policy import destination_hash
+from meshpilot.xds.generate.routes.hash_policy import destination_hash, hashes_anywhere
 
 __all__ = ["DestinationMemo", "RouteContext", "gateway_service_ports", "mesh_service_ports"]
 
@@ -26,6 +26,7 @@ class DestinationMemo:
 
     by_host: dict[str, DestinationRule | None] = field(default_factory=dict)
     hashes: dict[tuple[str, str, int | None], ConsistentHashLB | None] = field(default_factory=dict)
+    hashing: dict[str, bool] = field(default_factory=dict)  # by host: any consistent hash?
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +56,10 @@ class RouteContext:
     def cluster(self, dest: Destination) -> str:
         """Istio's GetDestinationCluster: explicit port, else the service's only port, else
         the listener port."""
-        host = self.host(dest)
+        return self.cluster_of(dest, self.host(dest))
+
+    def cluster_of(self, dest: Destination, host: str) -> str:
+        """`cluster` with the destination's host already resolved (`host`)."""
         if not host:
             return names.UNKNOWN_SERVICE_CLUSTER
         port = self.port
@@ -72,7 +76,9 @@ class RouteContext:
 
     def destination_rule(self, dest: Destination) -> DestinationRule | None:
         """The rule that applies to this proxy's traffic to the destination's service."""
-        host = self.host(dest)
+        return self._rule_of(self.host(dest))
+
+    def _rule_of(self, host: str) -> DestinationRule | None:
         if host not in self.rules.by_host:
             svc = self.service(host)
             bound = self.push.destination_rule(self.proxy, svc) if svc is not None else None
@@ -81,9 +87,19 @@ class RouteContext:
 
     def consistent_hash(self, dest: Destination) -> ConsistentHashLB | None:
         """The destination's consistent-hash settings (hash_policy.destination_hash)."""
-        key = (self.host(dest), dest.subset, dest.port.number if dest.port else None)
+        return self.consistent_hash_of(dest, self.host(dest))
+
+    def consistent_hash_of(self, dest: Destination, host: str) -> ConsistentHashLB | None:
+        """`consistent_hash` with the destination's host already resolved (`host`)."""
+        hashing = self.rules.hashing.get(host)
+        if hashing is None:
+            rule = self._rule_of(host)
+            hashing = self.rules.hashing[host] = rule is not None and hashes_anywhere(rule)
+        if not hashing:
+            return None  # the usual case, decided without a key per destination
+        key = (host, dest.subset, dest.port.number if dest.port else None)
         if key not in self.rules.hashes:
-            self.rules.hashes[key] = destination_hash(self.destination_rule(dest), dest)
+            self.rules.hashes[key] = destination_hash(self._rule_of(host), dest)
         return self.rules.hashes[key]
 
 

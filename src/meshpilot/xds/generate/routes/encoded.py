@@ -1,8 +1,9 @@
 """A VirtualService's sidecar routes as serialized `VirtualHost.routes` entries.
 
 A VirtualService's routes usually come out the same on every port of its host: for one
-proxy each route is translated and serialized once, and only its trace decorator, which
-names the listener port, is redone per port (routes/assembly.py).
+proxy each route is translated and serialized once (plain routes straight to bytes,
+plain_route.py), and only its trace decorator, which names the listener port, is redone
+per port (routes/assembly.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from meshpilot.xds.generate.routes.http_route import (
     route_matches,
 )
 from meshpilot.xds.generate.routes.match import is_catch_all
+from meshpilot.xds.generate.routes.plain_route import PlainParts, encode_plain_route, is_plain
 
 __all__ = ["RouteMemo", "encoded_virtual_service"]
 
@@ -41,6 +43,7 @@ class RouteMemo:
 
     by_vs: dict[ConfigKey, _VsRoutes] = field(default_factory=dict)
     rules: DestinationMemo = field(default_factory=DestinationMemo)
+    parts: PlainParts = field(default_factory=PlainParts)
 
 
 def encoded_virtual_service(
@@ -57,7 +60,7 @@ def encoded_virtual_service(
         if key in vs.encoded:
             encoded = vs.encoded[key]
         else:
-            encoded = vs.encoded[key] = _encode(ctx, route, match)
+            encoded = vs.encoded[key] = _encode(ctx, route, match, memo.parts)
         if encoded is None:
             continue
         out.append(encoded.entry(ctx.port))
@@ -67,9 +70,12 @@ def encoded_virtual_service(
 
 
 def _encode(
-    ctx: RouteContext, route: HTTPRoute, match: HTTPMatchRequest | None
+    ctx: RouteContext, route: HTTPRoute, match: HTTPMatchRequest | None, parts: PlainParts
 ) -> EncodedRoute | None:
+    extra = metadata_field(ctx.push, ctx.vs)
+    if is_plain(route):
+        return encode_plain_route(ctx, route, match, extra, parts)
     body = route_body(ctx, route, match)
     if body is None:
         return None
-    return encode_route(body, ctx.vs.name, is_catch_all(body), metadata_field(ctx.push, ctx.vs))
+    return encode_route(body, ctx.vs.name, is_catch_all(body), extra)

@@ -8,7 +8,7 @@ from meshpilot.config.istio.destination_rule import ConsistentHashLB, Destinatio
 from meshpilot.config.istio.virtual_service import Destination
 from meshpilot.xds.protos import duration
 
-__all__ = ["destination_hash", "hash_policy", "service_hash"]
+__all__ = ["destination_hash", "hash_policy", "hashes_anywhere", "service_hash"]
 
 _Hash = rc.RouteAction.HashPolicy
 
@@ -34,6 +34,21 @@ def service_hash(rule: DestinationRule | None, port: int) -> ConsistentHashLB | 
         return None
     policy = rule.spec.traffic_policy
     return _port_level_hash(policy, port) or _consistent_hash(policy)
+
+
+def hashes_anywhere(rule: DestinationRule) -> bool:
+    """Does any traffic policy of the rule (top level, port level, subsets) set a consistent
+    hash? When none does, `destination_hash` is None for every destination."""
+    policies = [rule.spec.traffic_policy, *(s.traffic_policy for s in rule.spec.subsets)]
+    for policy in policies:
+        if policy is None:
+            continue
+        if _consistent_hash(policy) is not None:
+            return True
+        for setting in policy.port_level_settings:
+            if setting.load_balancer is not None and setting.load_balancer.consistent_hash:
+                return True
+    return False
 
 
 def destination_hash(rule: DestinationRule | None, dest: Destination) -> ConsistentHashLB | None:

@@ -36,6 +36,7 @@ __all__ = [
     "port_dependent",
     "route_body",
     "route_matches",
+    "source_matches",
     "translate_virtual_service",
 ]
 
@@ -109,7 +110,7 @@ def port_dependent(route: HTTPRoute, match: HTTPMatchRequest | None) -> bool:
     return any(d.port is None for d in dests)
 
 
-def _source_matches(ctx: RouteContext, match: HTTPMatchRequest | None) -> bool:
+def source_matches(ctx: RouteContext, match: HTTPMatchRequest | None) -> bool:
     """A match names gateways, or else constrains the client's labels and namespace."""
     if match is None:
         return True
@@ -181,7 +182,7 @@ def route_body(
     the sidecar path adds as serialized fields (routes/encoded.py)."""
     if match is not None and match.port and match.port != ctx.port:
         return None
-    if not _source_matches(ctx, match):
+    if not source_matches(ctx, match):
         return None
     name = route.name + (f".{match.name}" if match is not None and match.name else "")
     out = rc.Route(name=name, match=route_match(match))

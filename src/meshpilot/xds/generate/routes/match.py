@@ -9,7 +9,7 @@ from meshpilot.config.istio.common import StringMatch
 from meshpilot.config.istio.virtual_service import HTTPMatchRequest
 from meshpilot.xds.protos import boolean
 
-__all__ = ["is_catch_all", "route_match", "string_matcher"]
+__all__ = ["is_catch_all", "matches_everything", "route_match", "string_matcher"]
 
 HEADER_METHOD = ":method"
 HEADER_AUTHORITY = ":authority"
@@ -125,7 +125,11 @@ def route_match(match: HTTPMatchRequest | None) -> rc.RouteMatch:
 
 def is_catch_all(route: rc.Route) -> bool:
     """Prefix `/` (or regex `.*`) with no header, query or metadata condition."""
-    m = route.match
+    return matches_everything(route.match)
+
+
+def matches_everything(m: rc.RouteMatch) -> bool:
+    """`is_catch_all` of a route with this match."""
     kind = m.WhichOneof("path_specifier")
     catch_all = (
         (kind == "prefix" and m.prefix == "/")

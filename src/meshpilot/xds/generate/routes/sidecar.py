@@ -19,6 +19,7 @@ from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.registry.model import Protocol, Service
 from meshpilot.xds import names as xds_names
 from meshpilot.xds.cache import cache_for
+from meshpilot.xds.generate.mesh_virtual_services import mesh_virtual_services
 from meshpilot.xds.generate.routes.action import set_timeout
 from meshpilot.xds.generate.routes.aliases import visible_aliases
 from meshpilot.xds.generate.routes.assembly import (
@@ -33,7 +34,11 @@ from meshpilot.xds.generate.routes.egress_view import EgressView, egress_entry, 
 from meshpilot.xds.generate.routes.encoded import RouteMemo, encoded_virtual_service
 from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
 from meshpilot.xds.generate.routes.retry import default_retry_policy, retry_policy
-from meshpilot.xds.generate.routes.virtual_hosts import VirtualHostGroup, build_virtual_hosts
+from meshpilot.xds.generate.routes.virtual_hosts import (
+    DomainsMemo,
+    VirtualHostGroup,
+    build_virtual_hosts,
+)
 from meshpilot.xds.protos import boolean, u32
 
 __all__ = ["generate_sidecar_routes"]
@@ -47,8 +52,14 @@ _LABEL_KEYS_MEMO = "rds.source-label-keys"
 
 
 def _http_like(svc: Service, port: int) -> bool:
-    p = svc.port(port)
-    return p is not None and (p.protocol.is_http or p.protocol is Protocol.AUTO)
+    for p in svc.ports:  # Service.port, without a generator: this runs per service and port
+        if p.port == port:
+            return p.protocol.is_http or p.protocol is Protocol.AUTO
+    return False
+
+
+def _has_port(svc: Service, port: int) -> bool:
+    return any(p.port == port for p in svc.ports)
 
 
 def _parse_name(name: str) -> tuple[int, str] | None:
@@ -108,15 +119,14 @@ class _Builder:
     scope: SidecarScope
     by_port: dict[int, list[VirtualHostParts]] = field(default_factory=dict)
     routes: RouteMemo = field(default_factory=RouteMemo)
+    domains: DomainsMemo = field(default_factory=dict)
     # Per Sidecar egress entry (egress_view.py): its view, VirtualServices and their owners.
     mesh: dict[int, _EntryMesh] = field(default_factory=dict)
 
     def config(self, name: str, port: int, sniffed_host: str) -> list[route_pb2.RouteConfiguration]:
         if port not in self.by_port:
             entry = self._entry(egress_entry(self.scope, port))
-            self.by_port[port] = _virtual_hosts(
-                self.push, self.proxy, self.scope, entry, port, self.routes
-            )
+            self.by_port[port] = _virtual_hosts(self, entry, port)
         return [_route_config(name, self.by_port[port], self.scope, sniffed_host)]
 
     def _entry(self, index: int) -> _EntryMesh:
@@ -124,7 +134,7 @@ class _Builder:
             view = egress_view(self.scope, index)
             mesh_vs = [
                 vs
-                for vs in self.push.virtual_services.for_gateway(MESH_GATEWAY, self.proxy.namespace)
+                for vs in mesh_virtual_services(self.push, self.proxy.namespace)
                 if any(view.allows_host(h, vs.namespace) for h in vs.hosts)
             ]
             owners = _most_specific_vs(mesh_vs, view.services)
@@ -238,18 +248,12 @@ def catch_all_virtual_host(scope: SidecarScope) -> rc.VirtualHost:
     )
 
 
-def _virtual_hosts(
-    push: PushContext,
-    proxy: Proxy,
-    scope: SidecarScope,
-    entry: _EntryMesh,
-    port: int,
-    memo: RouteMemo,
-) -> list[VirtualHostParts]:
+def _virtual_hosts(builder: _Builder, entry: _EntryMesh, port: int) -> list[VirtualHostParts]:
     """Virtual hosts of the services on `port`: those a VirtualService claims first, in
     VirtualService precedence, then the others with their default route."""
+    push, proxy, scope, memo = builder.push, builder.proxy, builder.scope, builder.routes
     mesh_vs, owners = entry.virtual_services, entry.owners
-    services = {s.hostname: s for s in entry.view.services if s.port(port) is not None}
+    services = {s.hostname: s for s in entry.view.services if _has_port(s, port)}
     service_ports = {h: (port,) for h in services}  # Istio trims services to this port
     if port != NON_SERVICE_HOSTS_PORT:
         mesh_vs = [vs for vs in mesh_vs if _selects(vs, services)]
@@ -272,7 +276,7 @@ def _virtual_hosts(
         for host, svc in services.items()
         if (found := visible_aliases(push, svc, entry.view.imported))
     }
-    return build_virtual_hosts(groups, port, proxy.dns_domain, aliases)
+    return build_virtual_hosts(groups, port, proxy.dns_domain, aliases, builder.domains)
 
 
 def _sniffed(vhosts: Sequence[VirtualHostParts], host: str) -> list[VirtualHostParts]:

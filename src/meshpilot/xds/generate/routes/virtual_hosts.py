@@ -10,7 +10,13 @@ from meshpilot.registry.model import Resolution, Service
 from meshpilot.xds import names
 from meshpilot.xds.generate.routes.assembly import VirtualHostParts
 
-__all__ = ["VirtualHostGroup", "alt_hosts", "build_virtual_hosts", "service_domains"]
+__all__ = [
+    "DomainsMemo",
+    "VirtualHostGroup",
+    "alt_hosts",
+    "build_virtual_hosts",
+    "service_domains",
+]
 
 UNSPECIFIED_IP = "0.0.0.0"
 
@@ -105,15 +111,22 @@ class _DomainClaims:
         return out
 
 
+# A service's (domains, alt hosts) by (hostname, namespace, aliases): the same on every port.
+DomainsMemo = dict[tuple[str, str, Sequence[str]], tuple[list[str], list[str]]]
+
+
 def build_virtual_hosts(
     groups: Sequence[VirtualHostGroup],
     port: int,
     proxy_domain: str,
     aliases: Mapping[str, Sequence[str]] | None = None,
+    domains_memo: DomainsMemo | None = None,
 ) -> list[VirtualHostParts]:
     """Virtual hosts in group order; a repeated vhost name or domain keeps the first.
-    `aliases`: per service hostname, the alias hostnames that join its domains."""
+    `aliases`: per service hostname, the alias hostnames that join its domains;
+    `domains_memo`: service domains already worked out for this proxy (read, not changed)."""
     aliases = aliases or {}
+    memo: DomainsMemo = {} if domains_memo is None else domains_memo
     known = {
         h
         for g in groups
@@ -133,11 +146,15 @@ def build_virtual_hosts(
             if name in taken:
                 continue
             taken.add(name)
-            domains, alts = (
-                service_domains(svc, proxy_domain, aliases.get(hostname, ()))
-                if svc
-                else ([_ipv6_safe(hostname)], [])
-            )
+            alts: list[str]
+            if svc is None:
+                domains, alts = [_ipv6_safe(hostname)], []
+            else:
+                key = (hostname, svc.namespace, aliases.get(hostname, ()))
+                found = memo.get(key)
+                if found is None:
+                    found = memo[key] = service_domains(svc, proxy_domain, key[2])
+                domains, alts = found
             domains = claims.claim(domains, alts)
             if domains:
                 out.append(VirtualHostParts(name, tuple(domains), group.routes))
