@@ -1,6 +1,6 @@
 """B4: real Envoy applying our ADS output vs the same resources from files, in one run.
 
-    python bench/envoy_apply.py [--sizes 1000,5000] [--rounds 3] [--cpus 0:1] [--json FILE]
+    python bench/envoy_apply.py [--sizes 1000,5000] [--rounds 3] [--cpus 0:1] [--bare] [--json FILE]
 
 For each size N (clusters), the synthetic mesh (bench/synthetic_mesh.py) with N/2 Services
 (2 ports each, so 2 outbound clusters per Service), one VirtualService per Service, no
@@ -40,10 +40,25 @@ main-thread work (at 5k, ~0.25 s after the assignments are applied, while the an
 its next request, prebuilt, was handed to gRPC within 10 ms) and the transfer and parse of
 megabyte answers. "Envoy CPU time" (/proc, read once "starting workers" is logged) is the
 figure the shared machine's load moves least.
-The control plane is fresh for every round: its caches are cold. A second ADS Envoy of
-the same proxy class then starts on the same control plane once the first is gone (row
-"warm control plane": generation is shared per push and class, as for
-a new pod in a namespace that has others); the change runs on it.
+Stage by stage (both twins log the same milestones): start -> clusters in hand ("cds:
+response indicates"), CDS apply ("cds: added/updated"), clusters applied -> "cm init: all
+clusters initialized" (ADS: the EDS wait, decode and apply; nothing for the twin's STATIC
+clusters), -> last "lds: add/update listener", -> "starting workers" (ADS: the RDS step).
+"Envoy CPU + idle waiting for the server" is what the load would take on a core of its own.
+Same config: once per size, after the timed load, each Envoy's config_dump is read once and
+compared with the generated config (ADS: every cluster, assignment, listener and route
+config; twin: its clusters and listeners), so both really hold the same resources.
+`--bare`: a third Envoy per round, on a bare Delta ADS server in its own process (pinned like
+ours) that answers each type's first request at once with pre-serialized responses of the
+same resources: the floor of any control plane over ADS (gRPC, EDS and RDS as separate
+steps), beside which our own share shows (ours/bare).
+The bench's pod carries `sidecar.istio.io/interceptionMode: NONE`, as Istio's injector
+would give it for such a sidecar: the control plane knows its proxy from the registry.
+The control plane is fresh for every round: its caches are cold, except what it prebuilds
+at startup for the pods it knows (their clusters, `xds/resources.py prebuild_known`). A
+second ADS Envoy of the same proxy class then starts on the same control plane once the
+first is gone (row "warm control plane": generation is shared per push and class, as for a
+new pod in a namespace that has others); the change runs on it.
 
 Incremental change: a DestinationRule (connection pool + outlier detection) for one Service
 (svc-7) is added, which changes exactly that Service's two clusters. Over Delta xDS we count
@@ -94,6 +109,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import json_format
+from tests.e2e.ads_harness import unix_get
 
 from bench.synthetic_mesh import MeshShape, synthetic_mesh_yaml
 from meshpilot.config.loader import load_text
@@ -261,11 +277,44 @@ def startup_times(lines: list[LogLine]) -> dict[str, float]:
     t0 = lines[0].at
     marks = {
         "cds": first(lines, lambda t: t.startswith("cds: response indicates")),
+        "cds_applied": first(lines, lambda t: t.startswith("cds: added/updated")),
+        "clusters_ready": first(lines, lambda t: t.startswith("cm init: all clusters initialized")),
         "lds_last": last(lines, lambda t: t.startswith("lds: add/update listener")),
         "workers": first(lines, lambda t: WORKERS in t),
         "first_xds": first(lines, _is_xds_received),
     }
     return {k: v.at - t0 for k, v in marks.items() if v is not None}
+
+
+# Stage by stage, from Envoy's log: (label, from mark, to mark); marks of `startup_times`.
+STAGES = (
+    (
+        "start -> clusters in hand (file: read + decode; ADS: connect, our answer, decode)",
+        "",
+        "cds",
+    ),
+    ("CDS apply (cds: response indicates -> added/updated)", "cds", "cds_applied"),
+    (
+        "clusters applied -> all initialized (ADS: EDS wait + decode + apply)",
+        "cds_applied",
+        "clusters_ready",
+    ),
+    (
+        "clusters initialized -> last listener added (ADS: LDS round trip)",
+        "clusters_ready",
+        "lds_last",
+    ),
+    ("last listener -> starting workers (ADS: RDS wait + decode + apply)", "lds_last", "workers"),
+)
+
+
+def stage_seconds(times: dict[str, float]) -> dict[str, float]:
+    """Duration of each of STAGES (those whose two marks are known)."""
+    out = {}
+    for label, a, b in STAGES:
+        if b in times and (not a or a in times):
+            out[label] = times[b] - (times[a] if a else 0.0)
+    return out
 
 
 # Delta and SotW wordings of Envoy's `config` debug lines.
@@ -394,6 +443,114 @@ class Envoy:
 
     def stop(self) -> None:
         terminate(self.proc, wait=5)
+
+
+# --------------------------------------------------------------------------- same config
+
+_SAME = ("clusters", "endpoints", "listeners", "routes")
+
+_DUMP_SECTIONS: tuple[tuple[str, str, str, tuple[str, ...], Any], ...] = (
+    # (ProxyConfig section, config_dump entry @type suffix, list field, path to the resource)
+    (
+        "clusters",
+        "ClustersConfigDump",
+        "dynamic_active_clusters",
+        ("cluster",),
+        cluster_pb2.Cluster,
+    ),
+    (
+        "listeners",
+        "ListenersConfigDump",
+        "dynamic_listeners",
+        ("active_state", "listener"),
+        listener_pb2.Listener,
+    ),
+    (
+        "routes",
+        "RoutesConfigDump",
+        "dynamic_route_configs",
+        ("route_config",),
+        route_pb2.RouteConfiguration,
+    ),
+    (
+        "endpoints",
+        "EndpointsConfigDump",
+        "dynamic_endpoint_configs",
+        ("endpoint_config",),
+        endpoint_pb2.ClusterLoadAssignment,
+    ),
+)
+
+
+def _dumped(envoy: Envoy) -> dict[str, dict[str, Any]]:
+    """What Envoy holds, from one read of its config_dump (after the timed part, never
+    polled): per section, resources by name."""
+    status, body = unix_get(
+        str(envoy.workdir / f"{envoy.name}.admin"), "/config_dump?include_eds", timeout=60
+    )
+    if status != 200:
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for entry in json.loads(body).get("configs", []):
+        for section, kind, field_name, path, cls in _DUMP_SECTIONS:
+            if not entry.get("@type", "").endswith(kind):
+                continue
+            for item in entry.get(field_name, []):
+                for step in path:
+                    item = item.get(step, {})
+                item = {k: v for k, v in item.items() if k != "@type"}
+                msg = json_format.ParseDict(item, cls(), ignore_unknown_fields=True)
+                out.setdefault(section, {})[_named(msg)] = msg
+    return out
+
+
+def _named(msg: Any) -> str:
+    return str(getattr(msg, "name", "") or getattr(msg, "cluster_name", ""))
+
+
+def _hosts(cla: endpoint_pb2.ClusterLoadAssignment) -> list[tuple[Any, ...]]:
+    """An assignment's hosts as Envoy's config_dump can give them back: it rebuilds EDS
+    assignments from its host sets (adding defaults such as the overprovisioning policy),
+    so they are compared host by host (locality, priority, weights, health, metadata)."""
+    return sorted(
+        (
+            group.locality.SerializeToString(deterministic=True),
+            group.priority,
+            group.load_balancing_weight.value,
+            host.endpoint.address.SerializeToString(deterministic=True),
+            host.health_status,
+            host.load_balancing_weight.value,
+            host.metadata.SerializeToString(deterministic=True),
+        )
+        for group in cla.endpoints
+        for host in group.lb_endpoints
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, endpoint_pb2.ClusterLoadAssignment):
+        return _hosts(a) == _hosts(b)
+    return bool(a == b)
+
+
+def same_config(envoy: Envoy, expected: dict[str, list[Any]]) -> dict[str, str]:
+    """Per section: how many of the resources Envoy holds are equal (field by field) to
+    the ones expected, out of how many expected; what differs, for the first few."""
+    held = _dumped(envoy)
+    report = {}
+    for section, wanted in expected.items():
+        have = held.get(section, {})
+        names = [_named(w) for w in wanted]
+        equal = {n for n, w in zip(names, wanted, strict=True) if n in have and _same(have[n], w)}
+        missing = [n for n in names if n not in have]
+        text = f"{len(equal)}/{len(wanted)} equal, {len(have)} held"
+        if missing:
+            text += f", missing {missing[:2]}"
+        differs = [n for n in names if n in have and n not in equal]
+        if differs:
+            text += f", differ {differs[:2]}"
+        report[section] = text
+    return report
 
 
 # --------------------------------------------------------------------------- file twin
@@ -531,7 +688,7 @@ def _envoy_apply(window: list[LogLine], start: float) -> dict[str, Any]:
     }
 
 
-def run_ads(size_dir: Path, mesh_yaml: str, round_no: int) -> dict[str, Any]:
+def run_ads(size_dir: Path, mesh_yaml: str, round_no: int, config: ProxyConfig) -> dict[str, Any]:
     work = size_dir / f"ads-{round_no}"
     work.mkdir()
     config_dir = size_dir / f"ads-config-{round_no}"
@@ -574,6 +731,8 @@ def run_ads(size_dir: Path, mesh_yaml: str, round_no: int) -> dict[str, Any]:
             times.update({f"wait_{k}": v for k, v in waits.items()})
             if name == "ads":
                 initial = times
+                if round_no == 0:  # what Envoy holds is what the file twin is made of
+                    same = same_config(envoy, {k: getattr(config, k) for k in _SAME})
         assert envoy is not None
         initial_accepted = [m.groups() for ln in lines if (m := _ACCEPTED.search(ln.text))]
         mark = len(lines)
@@ -602,6 +761,7 @@ def run_ads(size_dir: Path, mesh_yaml: str, round_no: int) -> dict[str, Any]:
         }
         return {
             "initial_s": initial,
+            "same_config": same if round_no == 0 else {},
             "warm_s": times,
             "initial_resources": [
                 {"type": t, "added": int(a), "removed": int(r)} for t, a, r in initial_accepted
@@ -640,6 +800,8 @@ def run_file(
         lines = envoy.lines()
         initial = startup_times(lines)
         initial["envoy_cpu"] = cpu
+        twin = {"clusters": clusters, "listeners": listeners}
+        same = same_config(envoy, twin) if round_no == 0 else {}
         mark = len(lines)
         new_clusters, new_listeners = static_twin(changed)
         changed_names = [
@@ -661,35 +823,154 @@ def run_file(
         change = _envoy_apply(window, written)
         change["clusters_changed"] = changed_names
         change["listeners_changed"] = not listeners_same
-        return {"initial_s": initial, "change": change}
+        return {"initial_s": initial, "same_config": same, "change": change}
     finally:
         envoy.stop()
 
 
-def run_size(root: Path, clusters_wanted: int, rounds: int) -> dict[str, Any]:
+def annotate_bench_pod(mesh_yaml: str) -> str:
+    """The bench's pod carries the annotation that gives its sidecar interceptionMode NONE
+    (as its node metadata says), so that the registry knows its proxy as Istio's injector
+    would: the control plane prebuilds the clusters of known pods' proxies at startup."""
+    anchor = f"  name: {POD}\n  namespace: {NAMESPACE}\n"
+    assert mesh_yaml.count(anchor) == 1, "bench pod not found in the synthetic mesh"
+    note = "  annotations: {sidecar.istio.io/interceptionMode: NONE}\n"
+    return mesh_yaml.replace(anchor, anchor + note)
+
+
+def run_size(root: Path, clusters_wanted: int, rounds: int, bare: bool) -> dict[str, Any]:
     services = (clusters_wanted - 5) // 2 + ((clusters_wanted - 5) % 2)
     shape = MeshShape(services=services, virtual_services=services, destination_rules=0)
     # Auto mTLS off: workload certificates come from the agent's SDS, which neither Envoy
     # here has; the comparison is about our xDS, identical for both with or without TLS.
-    mesh_yaml = "enableAutoMtls: false\n---\n" + synthetic_mesh_yaml(shape)
+    mesh_yaml = annotate_bench_pod("enableAutoMtls: false\n---\n" + synthetic_mesh_yaml(shape))
     size_dir = root / f"n{clusters_wanted}"
     size_dir.mkdir(parents=True)
     config = proxy_config(mesh_yaml)
     changed = proxy_config(mesh_yaml + "---\n" + CHANGE_YAML)
     counts = {name: len(getattr(config, name)) for name in ProxyConfig.SECTIONS}
+    if bare:
+        write_bare_responses(config, size_dir / "bare")
+    sides = ["file", "ads", *(["bare"] if bare else [])]
     results = []
     for i in range(rounds):
-        # Alternate which twin goes first, so that a drift in the machine's load (it is
-        # shared) falls on both.
+        # Rotate which twin goes first, so that a drift in the machine's load (it is
+        # shared) falls on all.
         one: dict[str, Any] = {}
-        for side in ("file", "ads") if i % 2 == 0 else ("ads", "file"):
-            one[side] = (
-                run_file(size_dir, config, changed, i)
-                if side == "file"
-                else run_ads(size_dir, mesh_yaml, i)
-            )
+        for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
+            if side == "file":
+                one[side] = run_file(size_dir, config, changed, i)
+            elif side == "ads":
+                one[side] = run_ads(size_dir, mesh_yaml, i, config)
+            else:
+                one[side] = run_bare(size_dir, i)
         results.append(one)
     return {"shape": vars(shape), "resources": counts, "rounds": results}
+
+
+# --------------------------------------------------------------------------- bare ADS
+
+_BARE_TYPES = (
+    ("clusters", CLUSTER_TYPE),
+    ("endpoints", "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"),
+    ("listeners", LISTENER_TYPE),
+    ("routes", "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"),
+)
+
+
+def write_bare_responses(config: ProxyConfig, directory: Path) -> None:
+    """The DeltaDiscoveryResponse of each type, serialized once: what the bare server sends."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for section, type_url in _BARE_TYPES:
+        resp = discovery_pb2.DeltaDiscoveryResponse(
+            system_version_info="1", type_url=type_url, nonce=section
+        )
+        for r in getattr(config, section):
+            resp.resources.add(name=_named(r), version="1").resource.Pack(r)
+        (directory / f"{section}.pb").write_bytes(resp.SerializeToString())
+
+
+def serve_bare(directory: Path, uds: str) -> None:
+    """A bare Delta ADS server (its own process, `--serve-bare`): each type's first request
+    is answered at once with the bytes written by `write_bare_responses`; ACKs and later
+    requests get nothing. The floor of what any control plane can do over ADS: no
+    generation, no bookkeeping, the same resources as ours."""
+    import asyncio
+
+    import grpc
+
+    answers = {
+        type_url: (directory / f"{section}.pb").read_bytes() for section, type_url in _BARE_TYPES
+    }
+
+    async def stream(requests: Any, context: Any) -> Any:
+        sent: set[str] = set()
+        async for request in requests:
+            if request.type_url in answers and request.type_url not in sent:
+                sent.add(request.type_url)
+                yield answers[request.type_url]
+
+    async def run() -> None:
+        server = grpc.aio.server()
+        handler = grpc.stream_stream_rpc_method_handler(
+            stream,
+            request_deserializer=discovery_pb2.DeltaDiscoveryRequest.FromString,
+            response_serializer=lambda b: b,
+        )
+        service = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, {"DeltaAggregatedResources": handler}),)
+        )
+        server.add_insecure_port(f"unix:{uds}")
+        await server.start()
+        print("ready", flush=True)
+        await server.wait_for_termination()
+
+    asyncio.run(run())
+
+
+def run_bare(size_dir: Path, round_no: int) -> dict[str, Any]:
+    """An ADS Envoy on the bare server (Delta), timed like the others; no change phase."""
+    work = size_dir / f"bare-{round_no}"
+    work.mkdir()
+    uds = str(work / "bare.sock")
+    args = pinned(
+        "discovery", [sys.executable, __file__, "--serve-bare", str(size_dir / "bare"), uds]
+    )
+    server = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    envoy: Envoy | None = None
+    try:
+        assert server.stdout is not None
+        if server.stdout.readline().strip() != b"ready":
+            raise RuntimeError("bare ADS server did not start")
+        dynamic = {
+            "lds_config": _source({"ads": {}}),
+            "cds_config": _source({"ads": {}}),
+            "ads_config": {
+                "api_type": "DELTA_GRPC",
+                "set_node_on_first_message_only": True,
+                "transport_api_version": "V3",
+                "grpc_services": [{"envoy_grpc": {"cluster_name": "xds-grpc"}}],
+            },
+        }
+        envoy = Envoy(
+            "bare", work, dynamic, {"pipe": {"path": uds}}, log_levels=LOG_LEVELS + ",config:debug"
+        )
+        envoy.start()
+        envoy.wait_line(lambda t: WORKERS in t, "starting workers")
+        cpu = envoy.cpu_seconds()
+        time.sleep(0.5)
+        lines = envoy.lines()
+        times = startup_times(lines)
+        times["envoy_cpu"] = cpu
+        waits = server_waits(lines, times["workers"] + lines[0].at)
+        times["waiting_for_server"] = sum(waits.values())
+        times.update({f"wait_{k}": v for k, v in waits.items()})
+        return {"initial_s": times}
+    finally:
+        if envoy is not None:
+            envoy.stop()
+        terminate(server)
 
 
 # --------------------------------------------------------------------------- report
@@ -748,6 +1029,75 @@ def _initial_rows(n: int, rounds: list[dict[str, Any]]) -> list[str]:
         row("start -> 'cds: response indicates N added'", "cds"),
         row("start -> last lds: add/update listener", "lds_last"),
         row(f"Envoy idle waiting for our responses ({wait_text})", "waiting_for_server"),
+        _busy_row(n, rounds),
+        *_stage_rows(n, rounds),
+        *_bare_rows(n, rounds),
+    ]
+
+
+def _busy_row(n: int, rounds: list[dict[str, Any]]) -> str:
+    """Envoy's CPU time plus the time it sat idle waiting for the server: what the load
+    would take on a core of its own (a loaded machine stretches wall time 2-5x here while
+    both stay put)."""
+
+    def busy(side: str) -> float | None:
+        values = [
+            r[side]["initial_s"]["envoy_cpu"] + r[side]["initial_s"].get("waiting_for_server", 0)
+            for r in rounds
+            if r[side]["initial_s"].get("envoy_cpu") is not None
+        ]
+        return median(values)
+
+    a, f = busy("ads"), busy("file")
+    return (
+        f"| N={n}: Envoy CPU + idle waiting for the server (load-independent) | {_s(a)} | "
+        f"{_s(f)} | {_ratio(a, f)} | |"
+    )
+
+
+def _stage_rows(n: int, rounds: list[dict[str, Any]]) -> list[str]:
+    """One row per stage (STAGES): medians over rounds, ADS minus file (and the bare ADS
+    server's median, when it ran)."""
+    rows = []
+    sides = [side for side in ("ads", "file", "bare") if all(side in r for r in rounds)]
+    for label, _, _ in STAGES:
+        per = {
+            side: median(
+                [
+                    v
+                    for r in rounds
+                    if (v := stage_seconds(r[side]["initial_s"]).get(label)) is not None
+                ]
+            )
+            for side in sides
+        }
+        a, f, b = per.get("ads"), per.get("file"), per.get("bare")
+        diff = f"{(a - f) * 1e3:+.0f} ms" if a is not None and f is not None else ""
+        if "bare" in per:
+            diff += f" (bare ADS {_s(b)})"
+        rows.append(f"| N={n} stage: {label} | {_s(a)} | {_s(f)} | {diff} | |")
+    return rows
+
+
+def _bare_rows(n: int, rounds: list[dict[str, Any]]) -> list[str]:
+    """The bare ADS server's Envoy beside ours: what the protocol costs vs what we add."""
+    if not all("bare" in r for r in rounds):
+        return []
+    b = med(rounds, "bare", "initial_s", "workers")
+    a = med(rounds, "ads", "initial_s", "workers")
+    f = med(rounds, "file", "initial_s", "workers")
+    pairs = [
+        r["ads"]["initial_s"]["workers"] / r["bare"]["initial_s"]["workers"]
+        for r in rounds
+        if "workers" in r["ads"]["initial_s"] and "workers" in r["bare"]["initial_s"]
+    ]
+    cpu = med(rounds, "bare", "initial_s", "envoy_cpu")
+    return [
+        f"| N={n}: bare ADS server (same bytes, no generation): start -> starting workers "
+        f"| ours {_s(a)} | bare {_s(b)} | ours/bare {_ratio(a, b)} "
+        f"(rounds {', '.join(f'{x:.2f}' for x in pairs)}); bare/file {_ratio(b, f)} | |",
+        f"| N={n}: bare ADS: Envoy CPU at starting workers; idle waiting for it | {_s(cpu)} | "
+        f"{_s(med(rounds, 'bare', 'initial_s', 'waiting_for_server'))} | | |",
     ]
 
 
@@ -782,6 +1132,12 @@ def markdown(result: dict[str, Any]) -> str:
             f"{_ms(med(rounds, 'ads', 'change', 'file_write_to_applied_ms'))} | {_ms(f_ms)} | | |"
         )
         notes.append(
+            f"N={n}: what each Envoy holds (config_dump read once after the load, round 1) "
+            f"vs the generated config: ADS {rounds[0]['ads'].get('same_config')}; "
+            f"file twin (EDS folded into STATIC clusters, RDS inlined) "
+            f"{rounds[0]['file'].get('same_config')}"
+        )
+        notes.append(
             f"N={n} ({key} requested, {len(rounds)} rounds, medians): resources per proxy "
             f"{r['resources']}; delta responses per type for the change "
             f"{ac['responses_per_type']}; file twin changed {fc['clusters_changed']}, "
@@ -814,7 +1170,14 @@ def main() -> None:
     )
     parser.add_argument("--api", choices=("delta", "sotw"), default="delta", help="ADS variant")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument(
+        "--bare", action="store_true", help="also time an Envoy on a bare ADS server (same bytes)"
+    )
+    parser.add_argument("--serve-bare", nargs=2, metavar=("DIR", "UDS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_bare:
+        serve_bare(Path(args.serve_bare[0]), args.serve_bare[1])
+        return
     API[0] = "DELTA_GRPC" if args.api == "delta" else "GRPC"
     if args.cpus:
         PIN["envoy"], _, PIN["discovery"] = args.cpus.partition(":")
@@ -823,7 +1186,7 @@ def main() -> None:
     try:
         for size in (x.strip() for x in args.sizes.split(",")):
             if size:
-                sizes[size] = run_size(root, int(size), args.rounds)
+                sizes[size] = run_size(root, int(size), args.rounds, args.bare)
                 # Each size as it completes (a later one may take long or fail).
                 print(markdown(_result(sizes)), file=sys.stderr, flush=True)
     finally:

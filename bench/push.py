@@ -1,14 +1,16 @@
 """B3: push convergence to N simulated ADS clients vs a bare grpc.aio fan-out, in one run.
 
-    python bench/push.py [--clients 100 1000] [--json bench/results/push.json]
+    python bench/push.py [--clients 100 1000] [--changes endpoint ...] [--protocol sotw|delta]
+                         [--json bench/results/push.json]
 
 Three processes: `meshpilot discovery` watching a directory that holds the synthetic mesh
 (bench/synthetic_mesh.py), this orchestrator, and one client process (`--client-worker`)
 that runs N ADS streams (grpc.aio, one channel each) speaking SotW as Envoy does: CDS
 wildcard, then EDS for the clusters' service names, LDS wildcard, then RDS for the route
-names, every response ACKed with its version and nonce. Node ids are those of pods of the
-mesh (`sidecar~<ip>~<pod>.<ns>~<ns>.svc.cluster.local`), one per service, spread over the
-10 namespaces.
+names, every response ACKed with its version and nonce (`--protocol delta`: the same over
+Delta xDS, whose ACKs name only their nonce). Node ids are those of pods of the mesh
+(`sidecar~<ip>~<pod>.<ns>~<ns>.svc.cluster.local`), one per service, spread over the 10
+namespaces.
 
 Once every client is synced, for each change:
   endpoint: a new Pod file in the watched directory (EDS push)
@@ -18,8 +20,15 @@ Once every client is synced, for each change:
 the latency of a client is file write -> its last ACK of the resulting push; p50/p90/p99
 and max are over the clients. Baseline, same run: a bare grpc.aio server in this process
 pushes pre-serialized responses of exactly the sizes each client received to the same N
-streams and waits for their ACKs (same client process, same ACK timing). ratio = max / bare
-max. Also the discovery process's CPU seconds (/proc/<pid>/stat) and RSS (VmRSS once started
+streams and waits for their ACKs (same client process, same ACK timing), twice: with ACKs
+that repeat the subscriptions of the real run, as Envoy's do (the same bytes both ways), and
+with ACKs naming nothing (the baseline before 2026-11-23; the only one for Delta clients,
+whose ACKs are that small). ratio = max / bare max. The clients assemble their ACKs from
+serialized pieces (`request_bytes`), as cheap as the bare run's. The discovery process logs
+each push's timeline (xds/push_timeline.py): the stage table gives, in ms after the write,
+when the change reached the debouncer, left it, the PushContext was built, every stream was
+queued, the last response was handed to gRPC, gRPC had written them all, and the last ACK
+was read. Also the discovery process's CPU seconds (/proc/<pid>/stat) and RSS (VmRSS once started
 and once every client is synced; VmHWM, the peak, after the sync and at the end): the
 control plane's alone, the clients run in their own process.
 Targets (PERFORMANCE.md B3): ratio <= 2 at 1000 clients; endpoint p99 <= 300 ms including
@@ -31,6 +40,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import json
 import os
 import platform
@@ -73,6 +84,7 @@ _DISCOVERY_CLI = (
     "import sys; from meshpilot.cli.discovery import discovery; "
     "discovery(sys.argv[1:], prog_name='meshpilot discovery')"
 )
+_TIMELINE = "push timeline "  # discovery's log line of a push's stages
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 CHANNEL_OPTIONS = [
     ("grpc.use_local_subchannel_pool", 1),  # one connection per client, as Envoys have
@@ -81,6 +93,8 @@ CHANNEL_OPTIONS = [
 VS_CHANGED = 1  # the VirtualService the benchmark edits (kept out of mesh.yaml)
 VS_SCOPED = 2  # the one edited for the scoped change, exported to its namespace only
 CHANGES = ("endpoint", "virtualservice", "virtualservice-scoped")
+# Bare runs: ACKs repeating the real run's subscriptions (as SotW Envoys do), then empty ones.
+BASELINES = (("bare", True), ("bare_empty_acks", False))
 
 
 # ---------------------------------------------------------------------------- clients
@@ -143,6 +157,37 @@ class Received:
     ack: float
 
 
+_DR = discovery_pb2.DiscoveryRequest
+# Serialized subscriptions by their names, shared by the clients that subscribe to them.
+_NAME_BYTES: dict[tuple[str, ...], bytes] = {}
+_TYPE_BYTES = {t: _DR(type_url=t).SerializeToString() for t in (CDS, EDS, LDS, RDS)}
+
+
+def names_bytes(names: tuple[str, ...]) -> bytes:
+    """The `resource_names` field of a request, serialized once per distinct subscription."""
+    found = _NAME_BYTES.get(names)
+    if found is None:
+        found = _NAME_BYTES[names] = _DR(resource_names=names).SerializeToString()
+    return found
+
+
+def request_bytes(version: str, names: bytes, type_url: str, nonce: str) -> bytes:
+    """A serialized DiscoveryRequest without a node: protobuf writes fields in number order
+    (version_info 1, resource_names 3, type_url 4, response_nonce 5), so joining the fields
+    serialized apart gives the same bytes. Envoy builds its ACKs in C++; in this one process
+    for N simulated Envoys, building and serializing a request of 4000 names per ACK cost
+    ~0.5 ms each and delayed every later client's response (B3: half of the 1000-client
+    latency was the simulator's)."""
+    return b"".join(
+        (
+            _DR(version_info=version).SerializeToString(),
+            names,
+            _TYPE_BYTES.get(type_url) or _DR(type_url=type_url).SerializeToString(),
+            _DR(response_nonce=nonce).SerializeToString(),
+        )
+    )
+
+
 @dataclass
 class Client:
     """One simulated Envoy: one channel, one ADS stream, SotW."""
@@ -152,24 +197,30 @@ class Client:
     bare: bool
     names: dict[str, tuple[str, ...]] = field(default_factory=dict)
     versions: dict[str, tuple[str, str]] = field(default_factory=dict)
-    out: asyncio.Queue[discovery_pb2.DiscoveryRequest | None] = field(default_factory=asyncio.Queue)
+    out: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     log: list[Received] = field(default_factory=list)
     recording: bool = False
     last_recv: float = 0.0
     errors: list[str] = field(default_factory=list)
+    # Bare runs: the subscriptions of the real run, repeated in every ACK as Envoy does.
+    replay: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per type: the names last serialized and their bytes.
+    blobs: dict[str, tuple[tuple[str, ...], bytes]] = field(default_factory=dict)
 
-    def request(self, type_url: str, first: bool = False) -> discovery_pb2.DiscoveryRequest:
+    def request(self, type_url: str, first: bool = False) -> bytes:
         version, nonce = self.versions.get(type_url, ("", ""))
-        req = discovery_pb2.DiscoveryRequest(
-            type_url=type_url,
-            version_info=version,
-            response_nonce=nonce,
-            resource_names=self.names.get(type_url, ()),
-        )
+        names = self.names.get(type_url, ())
         if first:
-            req.node.CopyFrom(self.node())
-        return req
+            req = _DR(
+                type_url=type_url, version_info=version, response_nonce=nonce,
+                resource_names=names, node=self.node(),
+            )  # fmt: skip
+            return bytes(req.SerializeToString())
+        cached = self.blobs.get(type_url)
+        if cached is None or cached[0] is not names:  # (hashing 4000 names per ACK: 0.1 ms)
+            cached = self.blobs[type_url] = (names, names_bytes(names))
+        return request_bytes(version, cached[1], type_url, nonce)
 
     def node(self) -> base_pb2.Node:
         meta = struct_pb2.Struct()
@@ -182,7 +233,7 @@ class Client:
         )
         return base_pb2.Node(id=self.node_id, cluster="bench", metadata=meta)
 
-    async def requests(self) -> AsyncIterator[discovery_pb2.DiscoveryRequest]:
+    async def requests(self) -> AsyncIterator[bytes]:
         yield self.request(CDS, first=True)
         while (req := await self.out.get()) is not None:
             yield req
@@ -211,17 +262,19 @@ class Client:
         if self.bare or RDS in self.versions or (LDS in self.versions and not self.names[RDS]):
             self.synced.set()
 
+    METHOD = "StreamAggregatedResources"
+
     async def run(self, target: str) -> None:
         """Keep a stream open; a failed one is retried after a jittered backoff, as Envoy
         does (e.g. calls the server left unaccepted for 30 s are cancelled by gRPC)."""
         async with grpc.aio.insecure_channel(target, options=CHANNEL_OPTIONS) as channel:
             method = channel.stream_stream(
-                f"/{ADS_SERVICE}/StreamAggregatedResources",
-                request_serializer=discovery_pb2.DiscoveryRequest.SerializeToString,
+                f"/{ADS_SERVICE}/{self.METHOD}",
+                request_serializer=None,  # requests are serialized by `request`
                 response_deserializer=None,  # raw bytes: parsed in on_response
             )
             while True:
-                self.names, self.versions, self.out = {}, {}, asyncio.Queue()
+                self.names, self.versions, self.out = dict(self.replay), {}, asyncio.Queue()
                 try:
                     async for raw in method(self.requests()):
                         self.on_response(raw)
@@ -231,6 +284,55 @@ class Client:
                 await asyncio.sleep(0.5 + random.random())
 
 
+_DDR = discovery_pb2.DeltaDiscoveryRequest
+
+
+@dataclass
+class DeltaClient(Client):
+    """The same simulated Envoy over incremental (Delta) xDS: subscriptions change by
+    difference, and an ACK names its nonce only (no names repeated)."""
+
+    METHOD = "DeltaAggregatedResources"
+
+    def subscribe(self, type_url: str, names: tuple[str, ...] = (), first: bool = False) -> bytes:
+        req = _DDR(type_url=type_url, resource_names_subscribe=names)
+        if first:
+            req.node.CopyFrom(self.node())
+        return bytes(req.SerializeToString())
+
+    async def requests(self) -> AsyncIterator[bytes]:
+        yield self.subscribe(CDS, first=True)
+        while (req := await self.out.get()) is not None:
+            yield req
+
+    def on_response(self, raw: bytes) -> None:
+        recv = time.monotonic()
+        resp = discovery_pb2.DeltaDiscoveryResponse.FromString(raw)
+        t = resp.type_url
+        self.versions[t] = (resp.system_version_info, resp.nonce)
+        if t in (CDS, LDS) and resp.resources:
+            as_sotw = discovery_pb2.DiscoveryResponse(
+                type_url=t, resources=[r.resource for r in resp.resources]
+            )
+            deps = dependent_names(as_sotw) or ()
+            dep_type = EDS if t == CDS else RDS
+            known = set(self.names.get(dep_type, ()))
+            new = tuple(n for n in deps if n not in known)
+            if new:  # Envoy: subscribe first, then ACK
+                self.names[dep_type] = (*self.names.get(dep_type, ()), *new)
+                self.out.put_nowait(self.subscribe(dep_type, new))
+        self.out.put_nowait(_DDR(type_url=t, response_nonce=resp.nonce).SerializeToString())
+        if t == EDS and LDS not in self.names:
+            self.names[LDS] = ()
+            self.out.put_nowait(self.subscribe(LDS))  # clusters warmed: listeners next
+        ack = time.monotonic()
+        self.last_recv = ack
+        if self.recording:
+            self.log.append(Received(t, len(raw), recv, ack))
+        if RDS in self.versions or (LDS in self.versions and not self.names.get(RDS)):
+            self.synced.set()
+
+
 class Worker:
     """The client process: JSON commands on stdin, JSON replies on stdout."""
 
@@ -238,11 +340,21 @@ class Worker:
         self.clients: list[Client] = []
         self.tasks: list[asyncio.Task[None]] = []
         self.mark = 0.0
+        self.cpu_mark = 0.0
+        # The last real run's subscriptions by node, for bare runs that ACK the same way.
+        self.subscriptions: dict[str, dict[str, tuple[str, ...]]] = {}
 
-    async def connect(self, target: str, n: int, bare: bool) -> dict[str, Any]:
+    async def connect(
+        self, target: str, n: int, bare: bool, replay: bool = False, delta: bool = False
+    ) -> dict[str, Any]:
+        """N clients (Delta xDS ones with `delta`); with `replay`, their ACKs name what the
+        last real run subscribed to."""
         shape = MeshShape()
         started = time.monotonic()
-        self.clients = [Client(*node_of(k, shape), bare=bare) for k in range(n)]
+        kind = DeltaClient if delta else Client
+        self.clients = [kind(*node_of(k, shape), bare=bare) for k in range(n)]
+        for c in self.clients if replay else ():
+            c.replay = self.subscriptions.get(c.node_id, {})
         self.tasks = [asyncio.create_task(c.run(target)) for c in self.clients]
         waits = [asyncio.create_task(c.synced.wait()) for c in self.clients]
         done, pending = await asyncio.wait(waits, timeout=600)
@@ -260,6 +372,7 @@ class Worker:
 
     def start_recording(self) -> dict[str, Any]:
         self.mark = time.monotonic()
+        self.cpu_mark = time.process_time()
         for c in self.clients:
             c.log.clear()
             c.recording = True
@@ -283,11 +396,15 @@ class Worker:
             "clients": {
                 c.node_id: [(r.type_url, r.size, r.recv, r.ack) for r in c.log]
                 for c in self.clients
-            }
+            },
+            # this process's CPU since the mark: the simulated Envoys' share of the run
+            "cpu_s": time.process_time() - self.cpu_mark,
         }
 
     async def close(self) -> dict[str, Any]:
         for c in self.clients:
+            if not c.bare:
+                self.subscriptions[c.node_id] = dict(c.names)
             c.out.put_nowait(None)
         for task in self.tasks:
             task.cancel()
@@ -335,8 +452,12 @@ def padded_response(type_url: str, size: int, nonce: str) -> bytes:
     return raw
 
 
+_HELLO_ACK = _DR(response_nonce="hello").SerializeToString()  # the nonce is the last field
+
+
 class BareServer:
-    """ADS-shaped grpc.aio server: pushes pre-serialized bytes, counts the ACKs."""
+    """ADS-shaped grpc.aio server: pushes pre-serialized bytes, counts the ACKs (read as
+    bytes: only the first request, which names the node, is parsed)."""
 
     def __init__(self) -> None:
         self.streams: dict[str, asyncio.Queue[bytes | None]] = {}
@@ -345,7 +466,7 @@ class BareServer:
         self.server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
         handler = grpc.stream_stream_rpc_method_handler(
             self.stream,
-            request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
+            request_deserializer=None,
             response_serializer=None,
         )
         self.server.add_generic_rpc_handlers(
@@ -357,16 +478,14 @@ class BareServer:
         )
         self.port = self.server.add_insecure_port("127.0.0.1:0")
 
-    async def stream(
-        self, requests: AsyncIterator[discovery_pb2.DiscoveryRequest], context: Any
-    ) -> AsyncIterator[bytes]:
-        first = await anext(requests)
+    async def stream(self, requests: AsyncIterator[bytes], context: Any) -> AsyncIterator[bytes]:
+        first = _DR.FromString(await anext(requests))
         queue: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.streams[first.node.id] = queue
 
         async def read() -> None:
-            async for req in requests:
-                if req.response_nonce == "hello":
+            async for raw in requests:
+                if raw.endswith(_HELLO_ACK):
                     continue
                 self.pending -= 1
                 if self.pending == 0:
@@ -422,7 +541,8 @@ class Discovery:
         self.xds = free_port()
         args = [sys.executable, "-c", _DISCOVERY_CLI, "-f", str(directory)]
         args += ["--xds-port", str(self.xds), "--monitoring-port", str(self.monitoring)]
-        args += ["--debounce", "100ms", "--log-level", "warning"]
+        # info: each push logs its timeline (xds/push_timeline.py), read by `timeline`
+        args += ["--debounce", "100ms", "--log-level", "info"]
         with log.open("wb") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         self.log = log
@@ -438,6 +558,21 @@ class Discovery:
 
     def cpu(self) -> float:
         return proc_cpu_seconds(self.proc.pid)
+
+    def timeline(self, t0: float) -> dict[str, Any]:
+        """The latest push's stages (xds/push_timeline.py) in ms after `t0` (the file
+        write): their stamps are time.monotonic(), one clock for both processes."""
+        lines = [ln for ln in self.log.read_text().splitlines() if _TIMELINE in ln]
+        if not lines:
+            return {}
+        raw = json.loads(lines[-1].split(_TIMELINE, 1)[1])
+        stamps = ("changed", "debounced", "built", "queued", "handed", "first_sent", "last_sent")
+        out: dict[str, Any] = {k: round((raw[k] - t0) * 1e3, 1) for k in stamps if raw[k]}
+        if raw["last_acked"]:
+            out["last_acked"] = round((raw["last_acked"] - t0) * 1e3, 1)
+        out.update(streams=raw["streams"], sent=raw["sent"], acked=raw["acked"])
+        out["fan_out_cpu"] = raw["ms"].get("fan_out_cpu", 0.0)  # ms, queued -> last ACK
+        return out
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -572,12 +707,16 @@ def latency_stats(log: dict[str, list[Any]], t0: float) -> dict[str, Any]:
 
 
 async def measure_bare(
-    worker: WorkerProcess, plan_sizes: dict[str, list[tuple[str, int]]], n: int
+    worker: WorkerProcess, plan_sizes: dict[str, list[tuple[str, int]]], n: int, replay: bool
 ) -> dict[str, Any]:
+    """The bare fan-out of the same response sizes to the same N clients; with `replay`,
+    their ACKs repeat the subscriptions of the real run (4000 EDS names each at 1000
+    services, as Envoy's do), else they name nothing."""
     bare = BareServer()
     await bare.server.start()
     try:
-        await worker.call("connect", target=f"127.0.0.1:{bare.port}", n=n, bare=True)
+        target = f"127.0.0.1:{bare.port}"
+        await worker.call("connect", target=target, n=n, bare=True, replay=replay)
         cache: dict[tuple[str, int, int], bytes] = {}  # equal sizes share one buffer
 
         def response(t: str, size: int, i: int) -> bytes:
@@ -599,6 +738,7 @@ async def measure_bare(
         got = await worker.call("collect", quiet=0.3, timeout=600, everyone=False)
         stats = latency_stats(got["clients"], t0)
         stats["server_all_acked_s"] = server_seen
+        stats["clients_cpu_s"] = got["cpu_s"]
         return stats
     finally:
         await worker.call("close")
@@ -615,17 +755,21 @@ async def change(
     got = await worker.call("collect", quiet=1.5, timeout=timeout, everyone=everyone)
     stats = latency_stats(got["clients"], t0)
     stats["cpu_s"] = discovery.cpu() - cpu0  # up to the end of the quiet wait
+    stats["clients_cpu_s"] = got["cpu_s"]
+    stats["server_ms"] = discovery.timeline(t0)
     sizes = {node: [(r[0], r[1]) for r in recs] for node, recs in got["clients"].items()}
     return stats, sizes
 
 
-async def run_n(n: int, workdir: Path, changes: tuple[str, ...] = CHANGES) -> dict[str, Any]:
+async def run_n(
+    n: int, workdir: Path, changes: tuple[str, ...] = CHANGES, delta: bool = False
+) -> dict[str, Any]:
     mesh_dir = workdir / f"mesh-{n}"
     mesh_dir.mkdir(exist_ok=True)
     write_mesh(mesh_dir)
     discovery = Discovery(mesh_dir, workdir / f"discovery-{n}.log")
     worker: WorkerProcess | None = None
-    result: dict[str, Any] = {"clients": n}
+    result: dict[str, Any] = {"clients": n, "protocol": "delta" if delta else "sotw"}
     try:
         deadline = time.monotonic() + 120
         while not discovery.ready():
@@ -636,7 +780,8 @@ async def run_n(n: int, workdir: Path, changes: tuple[str, ...] = CHANGES) -> di
         result["startup_rss_mb"] = proc_status_mb(discovery.proc.pid, "VmRSS")
         worker = await WorkerProcess.start(workdir / f"clients-{n}.log")
         cpu0 = discovery.cpu()
-        sync = await worker.call("connect", target=f"127.0.0.1:{discovery.xds}", n=n, bare=False)
+        target = f"127.0.0.1:{discovery.xds}"
+        sync = await worker.call("connect", target=target, n=n, bare=False, delta=delta)
         result["sync"] = {**sync, "cpu_s": discovery.cpu() - cpu0}
         # The peak so far is the initial sync's; what stays is the configuration held.
         result["sync_peak_rss_mb"] = proc_status_mb(discovery.proc.pid, "VmHWM")
@@ -664,11 +809,16 @@ async def run_n(n: int, workdir: Path, changes: tuple[str, ...] = CHANGES) -> di
         result["cpu_total_s"] = discovery.cpu()
         await worker.call("close")
         for name in changes:
-            bare = await measure_bare(worker, result.pop(name + "_sizes"), n)
-            result[name]["bare"] = bare
-            if "max_s" in bare and "max_s" in result[name]:
-                result[name]["ratio_max"] = result[name]["max_s"] / bare["max_s"]
-                result[name]["ratio_p99"] = result[name]["p99_s"] / bare["max_s"]
+            sizes = result.pop(name + "_sizes")
+            # Delta ACKs name nothing: the bare run with empty ACKs sends the same bytes.
+            baselines = (("bare_empty_acks", False),) if delta else BASELINES
+            for key, replay in baselines:
+                bare = await measure_bare(worker, sizes, n, replay)
+                result[name][key] = bare
+                if "max_s" in bare and "max_s" in result[name]:
+                    suffix = key.removeprefix("bare")
+                    result[name]["ratio_max" + suffix] = result[name]["max_s"] / bare["max_s"]
+                    result[name]["ratio_p99" + suffix] = result[name]["p99_s"] / bare["max_s"]
     finally:
         if worker is not None:
             await worker.stop()
@@ -683,7 +833,8 @@ def _ms(s: float | None) -> str:
 def markdown(results: list[dict[str, Any]]) -> str:
     lines = [
         "| B3: 1000-service mesh | clients | first resp | p50 | p90 | p99 | max (last ACK) "
-        "| bare fan-out max | ratio max/bare | msgs, MB | CP CPU | target |",
+        "| bare fan-out max: same ACKs / empty ACKs | ratio max/bare: same / empty "
+        "| msgs, MB | CPU: CP / clients | target |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     targets = {
@@ -696,15 +847,18 @@ def markdown(results: list[dict[str, Any]]) -> str:
             if name not in r and "error" not in r:
                 continue  # not asked for (--changes)
             s = r.get(name, {})
-            bare = s.get("bare", {})
+            bare, empty = s.get("bare", {}), s.get("bare_empty_acks", {})
             msgs = sum(s.get("responses", {}).values())
             kinds = "+".join(sorted(s.get("responses", {})))
             lines.append(
-                f"| {name} change | {s.get('clients_reached', 0)}/{r['clients']} "
+                f"| {name} change ({r.get('protocol', 'sotw')}) "
+                f"| {s.get('clients_reached', 0)}/{r['clients']} "
                 f"| {_ms(s.get('first_response_s'))} | {_ms(s.get('p50_s'))} "
                 f"| {_ms(s.get('p90_s'))} | {_ms(s.get('p99_s'))} | {_ms(s.get('max_s'))} "
-                f"| {_ms(bare.get('max_s'))} | {s.get('ratio_max', 0):.1f}x "
-                f"| {msgs} {kinds}, {s.get('bytes', 0) / 1e6:.1f} | {s.get('cpu_s', 0):.1f} s "
+                f"| {_ms(bare.get('max_s'))} / {_ms(empty.get('max_s'))} "
+                f"| {s.get('ratio_max', 0):.1f}x / {s.get('ratio_max_empty_acks', 0):.1f}x "
+                f"| {msgs} {kinds}, {s.get('bytes', 0) / 1e6:.1f} "
+                f"| {s.get('cpu_s', 0):.1f} / {s.get('clients_cpu_s', 0):.1f} s "
                 f"| {targets[name]} |"
             )
     lines += [
@@ -723,11 +877,42 @@ def markdown(results: list[dict[str, Any]]) -> str:
             f"{r.get('synced_rss_mb', 0):.0f} / {r.get('sync_peak_rss_mb', 0):.0f} / "
             f"{r.get('peak_rss_mb', 0):.0f} MB | peak <= 1536 MB |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + stage_table(results))
+
+
+_STAGES = (
+    "changed", "debounced", "built", "queued", "handed", "first_sent", "last_sent", "last_acked"
+)  # fmt: skip
+
+
+def stage_table(results: list[dict[str, Any]]) -> list[str]:
+    """When each stage of the push ended (ms after the write), from discovery's timeline:
+    changed = the store's change reached the debouncer; debounced, built (PushContext),
+    queued (every stream); handed = the last stream's response built and handed to gRPC;
+    first/last response reported written by gRPC; the last ACK read."""
+    lines = [
+        "",
+        "| change | clients | " + " | ".join(_STAGES) + " | client: first resp / p99 "
+        "| CP CPU queued -> last ACK |",
+        "|---|---|" + "---|" * len(_STAGES) + "---|---|",
+    ]
+    for r in results:
+        for name in CHANGES:
+            s = r.get(name, {})
+            if not s.get("server_ms"):
+                continue
+            ms = s["server_ms"]
+            lines.append(
+                f"| {name} | {r['clients']} | "
+                + " | ".join(str(ms.get(k, "-")) for k in _STAGES)
+                + f" | {_ms(s.get('first_response_s'))} / {_ms(s.get('p99_s'))} "
+                + f"| {ms.get('fan_out_cpu', '-')} ms |"
+            )
+    return lines
 
 
 async def orchestrate(
-    counts: list[int], workdir: Path | None, changes: tuple[str, ...] = CHANGES
+    counts: list[int], workdir: Path | None, changes: tuple[str, ...] = CHANGES, delta: bool = False
 ) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-push-") as tmp:
@@ -735,14 +920,27 @@ async def orchestrate(
         root.mkdir(parents=True, exist_ok=True)
         for n in counts:
             try:
-                results.append(await run_n(n, root, changes))
+                results.append(await run_n(n, root, changes, delta))
             except Exception as exc:  # report what was measured, then the failure
                 results.append({"clients": n, "error": repr(exc)})
                 print(f"N={n}: {exc!r}", file=sys.stderr)
     return results
 
 
+def keep_freed_heap() -> None:
+    """glibc: keep freed ACK- and response-sized buffers for reuse instead of handing the
+    heap top back to the OS after each (as xds/grpc_service.py `map_large_buffers` does
+    for discovery). For the client process (the simulated Envoys, which use tcmalloc,
+    which keeps them too: 1000 ACKs of 190 kB per endpoint push each faulted in 47 pages,
+    ~0.3 ms) and this one (the bare server reads the same ACKs)."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c"))
+        libc.mallopt(-3, 1024 * 1024)  # M_MMAP_THRESHOLD: ACKs and EDS answers from the heap
+        libc.mallopt(-1, 256 * 1024 * 1024)  # M_TRIM_THRESHOLD
+
+
 def main() -> None:
+    keep_freed_heap()
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--json", type=Path)
@@ -754,12 +952,19 @@ def main() -> None:
     parser.add_argument(
         "--changes", nargs="+", choices=CHANGES, default=list(CHANGES), help="changes to time"
     )
+    parser.add_argument(
+        "--protocol",
+        choices=("sotw", "delta"),
+        default="sotw",
+        help="the clients' xDS variant (delta: ACKs repeat no names)",
+    )
     parser.add_argument("--client-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client_worker:
         asyncio.run(Worker().serve())
         return
-    results = asyncio.run(orchestrate(args.clients, args.workdir, tuple(args.changes)))
+    delta = args.protocol == "delta"
+    results = asyncio.run(orchestrate(args.clients, args.workdir, tuple(args.changes), delta))
     print(markdown(results))
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")  # fmt: skip

@@ -159,9 +159,10 @@ def _varint(raw: bytes, i: int) -> tuple[int, int]:
     return -1, i
 
 
-def _split(raw: bytes) -> tuple[str, bytes, str, str] | None:
-    """(version, the bytes in between, type URL, nonce) of a request laid out as protobuf
-    writes one (fields in number order): version, names, type URL, nonce; else None."""
+def _split(raw: bytes) -> tuple[str, slice, str, str] | None:
+    """(version, where the bytes in between are, type URL, nonce) of a request laid out as
+    protobuf writes one (fields in number order): version, names, type URL, nonce; else
+    None. The names stay in `raw` (no copy of 100+ KB per ACK)."""
     start, version = 0, b""
     if raw and raw[0] == _VERSION_TAG:
         n, i = _varint(raw, 1)
@@ -184,7 +185,7 @@ def _split(raw: bytes) -> tuple[str, bytes, str, str] | None:
         if n < 0 or i + n != len(raw):
             return None
         nonce = raw[i:]
-    return version.decode(), raw[start:pos], type_url, nonce.decode()
+    return version.decode(), slice(start, pos), type_url, nonce.decode()
 
 
 # One bytes object per subscription seen, by a sample of it: looked up with it, a repeat's
@@ -193,16 +194,20 @@ def _split(raw: bytes) -> tuple[str, bytes, str, str] | None:
 _CANONICAL: dict[tuple[int, bytes, bytes], bytes] = {}
 
 
-def _canonical(names: bytes, keep: bool = False) -> bytes:
-    sample = (len(names), names[:64], names[-64:])
+def _canonical(raw: bytes, names: slice, keep: bool = False) -> bytes | None:
+    """The stored copy of `raw[names]` (compared in place, a memcmp), else None; with
+    `keep`, a copy is stored first."""
+    start, stop = names.start, names.stop
+    sample = (stop - start, raw[start : start + 64], raw[max(start, stop - 64) : stop])
     found = _CANONICAL.get(sample)
-    if found is not None and found == names:
+    if found is not None and len(found) == stop - start and raw.startswith(found, start):
         return found
     if keep:
         if len(_CANONICAL) >= 1024:  # subscriptions churned: start over
             _CANONICAL.clear()
-        _CANONICAL[sample] = names
-    return names
+        _CANONICAL[sample] = found = raw[names]
+        return found
+    return None
 
 
 def parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription:
@@ -213,7 +218,8 @@ def parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription:
     was remembered from a full parse that checked the layout; anything else is parsed."""
     parts = _split(raw) if len(raw) >= _FAST_FROM else None
     if parts is not None:
-        names = _BY_BYTES.get(_canonical(parts[1]))
+        key = _canonical(raw, parts[1])  # (None when not seen: nothing hashed)
+        names = _BY_BYTES.get(key) if key is not None else None
         if names is not None:
             version, _, type_url, nonce = parts
             request = _DR(version_info=version, type_url=type_url, response_nonce=nonce)
@@ -225,7 +231,9 @@ def parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription:
     fields = (request.version_info, request.type_url, request.response_nonce)
     if not plain or fields != (parts[0], parts[2], parts[3]):
         return request
-    names = _BY_BYTES[_canonical(parts[1], keep=True)] = request_names(request)
+    key = _canonical(raw, parts[1], keep=True)
+    assert key is not None
+    names = _BY_BYTES[key] = request_names(request)
     return Subscription(
         _DR(version_info=parts[0], type_url=parts[2], response_nonce=parts[3]), names
     )

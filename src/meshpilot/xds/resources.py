@@ -12,15 +12,20 @@ proxy is one join of shared bytes, never a protobuf built and serialized per pro
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
 import uuid
-from collections.abc import Collection
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2
 
-from meshpilot.model.proxy import Proxy, ProxyType
+from meshpilot.config.kinds import Kind
+from meshpilot.config.kube.pod import Pod
+from meshpilot.config.objects import ConfigObject
+from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import WatchedResource
 from meshpilot.xds.generate import generator
@@ -36,6 +41,7 @@ __all__ = [
     "generate_resources",
     "load_generators",
     "new_nonce",
+    "prebuild_known",
     "prewarm",
     "prewarm_step",
     "requested_names",
@@ -43,6 +49,8 @@ __all__ = [
 ]
 
 CONTROL_PLANE = "meshpilot"
+
+log = logging.getLogger(__name__)
 
 _MEMO_KEY = "xds.serialized"
 
@@ -92,8 +100,6 @@ def sotw_response(version: str, type_url: str, nonce: str, resources: list[Resou
 
 # Names meaning "every resource of the type" in a dependents entry (Delta's wildcard name).
 ALL_NAMES = frozenset({"*"})
-
-
 def new_nonce() -> str:
     return uuid.uuid4().hex[:16]
 
@@ -168,3 +174,52 @@ def load_generators() -> None:
     """Import every generator (and the protobuf modules behind them) now, not while the
     first proxy waits for its clusters (B4: 0.5-1 s of imports on the first request)."""
     generator(TypeUrl.CLUSTER, ProxyType.SIDECAR)
+
+
+# Istio's pod annotations: interception mode of the injected sidecar, and opting a pod out.
+_INTERCEPTION = "sidecar.istio.io/interceptionMode"
+_INJECT = "sidecar.istio.io/inject"
+# Seconds of startup spent building clusters ahead for proxies not connected yet.
+PREBUILD_BUDGET = 5.0
+
+
+def _known_sidecars(push: PushContext) -> list[Proxy]:
+    """One Proxy per class of the sidecar pods the registry knows (most pods first), as
+    `xds/node.py proxy_for` would make it for their node: the pod's labels and addresses,
+    the interception mode of its `sidecar.istio.io/interceptionMode` annotation."""
+    classes: dict[tuple[object, ...], list[Proxy]] = {}
+    selectors = [gw.model.spec.selector for gw in push.gateways if gw.model.spec.selector]
+    for pod in cast(Sequence[ConfigObject[Pod]], push.of_kind(Kind.POD)):
+        meta = pod.model.metadata
+        if "false" in (meta.labels.get(_INJECT), meta.annotations.get(_INJECT)):
+            continue
+        if any(all(meta.labels.get(k) == v for k, v in sel.items()) for sel in selectors):
+            continue  # a gateway's pod: its proxy is a router, built when it connects
+        proxy = proxy_from_pod(pod, ProxyType.SIDECAR, push.domain_suffix)
+        mode = meta.annotations.get(_INTERCEPTION, "REDIRECT").upper()
+        proxy = replace(proxy, intercept=mode != "NONE")
+        classes.setdefault(push.proxy_class(proxy), []).append(proxy)
+    return [group[0] for group in sorted(classes.values(), key=len, reverse=True)]
+
+
+def prebuild_known(push: PushContext, budget: float = PREBUILD_BUDGET) -> int:
+    """Build, into the push's caches, the clusters of one proxy of each class of known
+    sidecar pods, before any connects: a proxy's first CDS request is then answered from
+    the cache instead of waiting on a cold generation (B4: 0.4 s at 5k clusters for the
+    first proxy of a class; the next types are prebuilt while Envoy applies the clusters,
+    see `prewarm`). Stops once `budget` seconds are spent; returns the classes built."""
+    started = time.perf_counter()
+    built = 0
+    for proxy in _known_sidecars(push):
+        if time.perf_counter() - started > budget:
+            break
+        try:
+            generate_resources(push, proxy, TypeUrl.CLUSTER, None)
+        except Exception:  # a proxy's own request reports it; startup goes on
+            log.exception("prebuilding clusters for %s.%s failed", proxy.pod_name, proxy.namespace)
+            continue
+        built += 1
+    log.info(
+        "prebuilt clusters for %d proxy classes in %.2f s", built, time.perf_counter() - started
+    )
+    return built

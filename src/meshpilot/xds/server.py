@@ -4,8 +4,10 @@
     kinds changed) ──► PushQueue ──► dispatcher (at most `push_concurrency` full pushes in
     flight) ──► each stream's task (relevance: only the affected types) ──► Envoy
 
-Each stream has one task that handles its requests and its pushes in order (Istio's model),
-so per-connection state needs no locks. The server reaches generators only through
+Each stream has one task that handles its requests and its pushes in order (Istio's model,
+xds/stream_loop.py), so per-connection state needs no locks. Every push records when each of
+its stages ended (xds/push_timeline.py) and logs that once its ACKs had a moment to come in
+(bench/push.py reads it). The server reaches generators only through
 GENERATORS (xds/resources.py). The ADS service is registered by hand (xds/grpc_service.py)
 so that a response may be bytes already assembled on the wire (xds/resources.py
 `sotw_response`) as well as a message, and so that SotW requests are read by
@@ -44,7 +46,6 @@ from meshpilot.store.base import ChangeEvent, ConfigStore, StoreSnapshot
 from meshpilot.xds.cache import carry_over
 from meshpilot.xds.connection import Connection, PushEvent, Subscription
 from meshpilot.xds.debounce import Debouncer
-from meshpilot.xds.delta import on_delta_request, push_delta_responses
 from meshpilot.xds.grpc_service import (
     SEND_BUDGET,
     SERVER_OPTIONS,
@@ -55,7 +56,6 @@ from meshpilot.xds.grpc_service import (
     map_large_buffers,
     read_requests,
     remove_stale_socket,
-    send_responses,
     serialize_response,
 )
 from meshpilot.xds.metrics import Metrics
@@ -67,8 +67,9 @@ from meshpilot.xds.push_request import (
     classify_endpoint_push,
     request_for_change,
 )
-from meshpilot.xds.resources import load_generators, prewarm_step
-from meshpilot.xds.sotw import on_request, push_responses
+from meshpilot.xds.push_timeline import PushTimeline, PushTimelines
+from meshpilot.xds.resources import load_generators, prebuild_known
+from meshpilot.xds.stream_loop import StreamLoop, resolve
 
 __all__ = ["DiscoveryServer", "serialize_response"]
 
@@ -98,6 +99,8 @@ class DiscoveryServer:
         # The requests of the pushes made so far, latest last (for debug and tests).
         self.push_history: list[PushRequest] = []
         self.budget = SendBudget(SEND_BUDGET)
+        self.timelines = PushTimelines()
+        self.loop = StreamLoop(self.budget, self.metrics, self.timelines)
 
     @property
     def push_context(self) -> PushContext:
@@ -114,6 +117,7 @@ class DiscoveryServer:
         load_generators()  # not on the first proxy's clock (B4)
         map_large_buffers()
         await self._push(PushRequest(full=True, reasons=frozenset({"global"})))
+        prebuild_known(self.push_context)  # known pods' clusters, before they connect (B4)
         self._seen = self.store.snapshot()
         self.store.subscribe(self.on_change)
         server = grpc.aio.server(options=SERVER_OPTIONS)
@@ -162,6 +166,7 @@ class DiscoveryServer:
         """Build the next PushContext and queue every connection for it."""
         snapshot = self.store.snapshot()
         self._counter += 1
+        debounced = time.monotonic()
         started = time.perf_counter()
         prev, built_from = self._push_context, self._built_from
         changed = None if prev is None or req.forced else changed_keys(built_from, snapshot)
@@ -192,8 +197,11 @@ class DiscoveryServer:
         del self.push_history[:-100]
         scope = "full" if req.full else "eds"
         log.info("push %s (%s) for %d proxies", push.version, scope, len(self.connections))
+        timeline = PushTimeline(push.version, req.full, req.start, debounced, time.monotonic())
+        self.timelines.add(timeline)
         for conn in self.connections.values():
             self.queue.enqueue(conn, req)
+        timeline.record_queued(len(self.connections))
         if self._grpc is None:
             self._settle_heap()  # the first push, before serving
         else:
@@ -208,6 +216,9 @@ class DiscoveryServer:
         while not self.queue.idle:
             await asyncio.sleep(0.05)
         await asyncio.sleep(SETTLE_AFTER)
+        timeline = self.timelines.get(push.version)
+        if timeline is not None:
+            log.info("push timeline %s", timeline.to_json())
         if push is self._push_context and self.queue.idle:
             self._settle_heap(collect)
 
@@ -262,19 +273,10 @@ class DiscoveryServer:
         delta: bool,
         wire: bool = False,
     ) -> AsyncIterator[Any]:
-        """One ADS stream: its first request names the node; then requests and pushes.
-        With `wire`, responses are `Outgoing` shells around serialized bytes (the handler's
-        serializer must be `serialize_response`); else they are response messages."""
-        async for out in self._stream(requests, context, delta, wire):
-            yield out
-
-    async def _stream(
-        self,
-        requests: AsyncIterator[Any],
-        context: grpc.aio.ServicerContext,
-        delta: bool,
-        wire: bool,
-    ) -> AsyncIterator[Any]:
+        """One ADS stream: its first request names the node; then requests and pushes
+        (xds/stream_loop.py). With `wire`, responses are `Outgoing` shells around serialized
+        bytes (the handler's serializer must be `serialize_response`); else they are
+        response messages."""
         try:
             first = await anext(requests)
         except StopAsyncIteration:
@@ -289,7 +291,7 @@ class DiscoveryServer:
         self._connect(conn)
         reader = asyncio.create_task(read_requests(requests, conn, self.budget))
         try:
-            async for out in self._serve(conn, first, wire):
+            async for out in self.loop.serve(conn, first, wire):
                 yield out
         except Exception:
             log.exception("ADS: stream of %s failed", conn.id)
@@ -298,51 +300,6 @@ class DiscoveryServer:
             reader.cancel()
             self._disconnect(conn)
             answered(conn, self.budget)
-
-    async def _serve(self, conn: Connection, first: Any, wire: bool) -> AsyncIterator[Any]:
-        """Answer the first request, then requests and pushes in arrival order."""
-        handle = on_delta_request if conn.delta else on_request
-        push_fn = push_delta_responses if conn.delta else push_responses
-        budget, hold = self.budget, conn.hold if wire else None
-        reserve = await budget.turn() if wire else 0  # build only once there is room
-        responses = handle(conn, first, self.metrics)
-        if wire:
-            budget.admit(responses, reserve)
-        async for out in send_responses(budget, responses, wire, hold, wire):
-            yield out
-        _prewarm(conn)
-        while (event := await conn.events.get()) is not None:
-            # EDS-only pushes are a few hundred bytes: they never wait behind full answers.
-            waits = wire and not (isinstance(event, PushEvent) and not event.request.full)
-            reserve = await budget.turn() if waits else 0
-            if isinstance(event, PushEvent):
-                try:
-                    responses = self._push_responses(conn, event.request, push_fn)
-                    if wire:
-                        budget.admit(responses, reserve)
-                    async for out in send_responses(budget, responses, wire, hold, wire):
-                        yield out
-                finally:  # also when the stream ends meanwhile: the next push may go
-                    _resolve(event.done)
-                conn.dependents.clear()  # a push sends the dependent types itself
-                self.metrics.convergence.observe(time.monotonic() - event.request.start)
-            else:
-                responses = handle(conn, event, self.metrics)
-                if wire:
-                    budget.admit(responses, reserve)
-                async for out in send_responses(budget, responses, wire, hold, wire):
-                    yield out
-                _prewarm(conn)
-            del event  # a request or push must not outlive its handling
-
-    def _push_responses(self, conn: Connection, req: PushRequest, push_fn: Any) -> list[Any]:
-        assert req.push is not None
-        if req.full_for(conn.proxy):  # else its own pod is unchanged: so is the Proxy
-            conn.proxy = proxy_for(req.push, conn.node)
-        # conn.push is still the previous push: relevance compares the two.
-        responses: list[Any] = push_fn(conn, req, self.metrics)
-        conn.push = req.push
-        return responses
 
     def _connect(self, conn: Connection) -> None:
         self.connections[conn.id] = conn
@@ -357,7 +314,7 @@ class DiscoveryServer:
         while not conn.events.empty():
             event = conn.events.get_nowait()
             if isinstance(event, PushEvent):
-                _resolve(event.done)
+                resolve(event.done)
         self._count_clients()
         log.info("ADS: %s disconnected", conn.id)
 
@@ -365,31 +322,3 @@ class DiscoveryServer:
         self.metrics.xds_clients.values.clear()
         for conn in self.connections.values():
             self.metrics.xds_clients.inc(conn.proxy.istio_version)
-
-
-def _prewarm(conn: Connection, after: float = 0.01) -> None:
-    """Build what Envoy will ask for next (assignments and listeners after CDS, route
-    configs after LDS) while it applies what was just sent, a moment later so
-    that gRPC gets the answer out first (B4: without it, Envoy sits idle while a
-    thousand-host route config is built)."""
-    if not conn.dependents:
-        return
-    pending, conn.dependents, push = conn.dependents, [], conn.push
-    loop = asyncio.get_running_loop()
-
-    def build() -> None:  # one type per turn of the event loop (seconds each at 5k)
-        if conn.push is not push:
-            return  # a push came: it sent these types itself
-        if not conn.events.empty():  # a request goes first; the rest after it
-            conn.dependents[:0] = pending
-            return
-        pending.extend(prewarm_step(push, conn.proxy, *pending.pop(0)))
-        if pending:
-            loop.call_soon(build)
-
-    loop.call_later(after, build)
-
-
-def _resolve(done: asyncio.Future[None]) -> None:
-    if not done.done():
-        done.set_result(None)

@@ -1,0 +1,158 @@
+"""One ADS stream's loop: its requests and the pushes handed to it, answered in arrival order.
+
+Each stream has one task that handles its requests and its pushes in order (Istio's model),
+so per-connection state needs no locks. The first request is answered, then every event of
+`Connection.events` (a request, a `PushEvent`, or None at the end) in turn. Large responses
+are built only once the stream has a turn of the send budget (xds/grpc_service.py); a push
+or request answered by one small response (an EDS push is a few hundred bytes) is handed to
+gRPC directly, and a request answered by nothing (an ACK) sends nothing: no generator
+layer per event on the way (B3: a thousand streams per endpoint push).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from meshpilot.xds import grpc_service
+from meshpilot.xds.connection import Connection, PushEvent, Subscription
+from meshpilot.xds.delta import on_delta_request, push_delta_responses
+from meshpilot.xds.grpc_service import Outgoing, SendBudget, send_responses
+from meshpilot.xds.metrics import Metrics
+from meshpilot.xds.node import proxy_for
+from meshpilot.xds.push_request import PushRequest
+from meshpilot.xds.push_timeline import PushTimelines
+from meshpilot.xds.resources import prewarm_step
+from meshpilot.xds.sotw import on_request, push_responses
+
+__all__ = ["StreamLoop", "resolve"]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLoop:
+    """What every stream's loop shares: the send budget, the metrics, the push timelines."""
+
+    budget: SendBudget
+    metrics: Metrics
+    timelines: PushTimelines
+
+    async def serve(self, conn: Connection, first: Any, wire: bool) -> AsyncIterator[Any]:
+        """Answer the first request, then requests and pushes in arrival order. With
+        `wire`, responses are `Outgoing` shells around serialized bytes; else messages."""
+        handle: Callable[..., list[Any]] = on_delta_request if conn.delta else on_request
+        budget = self.budget
+        reserve = await budget.turn() if wire else 0  # build only once there is room
+        responses = handle(conn, first, self.metrics)
+        async for out in self._send(conn, responses, wire, reserve):
+            yield out
+        _prewarm(conn)
+        while (event := await conn.events.get()) is not None:
+            if isinstance(event, PushEvent):
+                # EDS-only pushes are a few hundred bytes: they never wait behind full answers.
+                reserve = await budget.turn() if wire and event.request.full else 0
+                try:
+                    responses = self._push(conn, event.request)
+                    timeline = self.timelines.get(conn.push.version)
+                    if timeline is not None:
+                        timeline.record_handed()
+                    async for out in self._send(conn, responses, wire, reserve):
+                        yield out
+                        if timeline is not None:
+                            timeline.record_sent()
+                finally:  # also when the stream ends meanwhile: the next push may go
+                    resolve(event.done)
+                conn.dependents.clear()  # a push sends the dependent types itself
+                self.metrics.convergence.observe(time.monotonic() - event.request.start)
+            else:
+                self._record_ack(conn, event)
+                # An ACK answered by nothing waits for no turn (a thousand per endpoint push).
+                reserve = await budget.turn() if wire and not _plain_ack(conn, event) else 0
+                responses = handle(conn, event, self.metrics)
+                if responses or reserve:
+                    async for out in self._send(conn, responses, wire, reserve):
+                        yield out
+                _prewarm(conn)
+            del event  # a request or push must not outlive its handling
+
+    async def _send(
+        self, conn: Connection, responses: list[Any], wire: bool, reserve: int
+    ) -> AsyncIterator[Any]:
+        if wire:
+            self.budget.admit(responses, reserve)
+            if len(responses) == 1 and _small(responses[0]):
+                yield Outgoing(responses.pop())  # the common small answer: no budget
+                return
+        if responses:
+            hold = conn.hold if wire else None
+            async for out in send_responses(self.budget, responses, wire, hold, wire):
+                yield out
+
+    def _push(self, conn: Connection, req: PushRequest) -> list[Any]:
+        assert req.push is not None
+        if req.full_for(conn.proxy):  # else its own pod is unchanged: so is the Proxy
+            conn.proxy = proxy_for(req.push, conn.node)
+        # conn.push is still the previous push: relevance compares the two.
+        push_fn = push_delta_responses if conn.delta else push_responses
+        responses: list[Any] = push_fn(conn, req, self.metrics)
+        conn.push = req.push
+        return responses
+
+    def _record_ack(self, conn: Connection, request: Any) -> None:
+        """Count an ACK of the last response towards its push's timeline."""
+        req = request.request if isinstance(request, Subscription) else request
+        watched = conn.watched.get(req.type_url)
+        if watched is None or not req.response_nonce or req.response_nonce != watched.nonce_sent:
+            return  # not an answer to the last response (Delta ACKs name no version)
+        timeline = self.timelines.get(watched.version_sent)
+        if timeline is not None and not req.HasField("error_detail"):
+            timeline.record_ack()
+
+
+def _prewarm(conn: Connection, after: float = 0.01) -> None:
+    """Build what Envoy will ask for next (assignments and listeners after CDS, route
+    configs after LDS) while it applies what was just sent, a moment later so
+    that gRPC gets the answer out first (B4: without it, Envoy sits idle while a
+    thousand-host route config is built)."""
+    if not conn.dependents:
+        return
+    pending, conn.dependents, push = conn.dependents, [], conn.push
+    loop = asyncio.get_running_loop()
+
+    def build() -> None:  # one type per turn of the event loop (seconds each at 5k)
+        if conn.push is not push:
+            return  # a push came: it sent these types itself
+        if not conn.events.empty():  # a request goes first; the rest after it
+            conn.dependents[:0] = pending
+            return
+        pending.extend(prewarm_step(push, conn.proxy, *pending.pop(0)))
+        if pending:
+            loop.call_soon(build)
+
+    loop.call_later(after, build)
+
+
+def _plain_ack(conn: Connection, event: Any) -> bool:
+    """An ACK of the last response repeating the very subscription watched (recognised from
+    its bytes, xds/connection.py): the ACK/NACK rules answer it with nothing."""
+    if not isinstance(event, Subscription):
+        return False
+    watched = conn.watched.get(event.request.type_url)
+    return (
+        watched is not None
+        and event.names is watched.names
+        and event.request.response_nonce != ""
+        and event.request.response_nonce == watched.nonce_sent
+        and not watched.always_respond
+    )
+
+
+def _small(response: Any) -> bool:
+    return isinstance(response, bytes) and len(response) < grpc_service.LARGE_RESPONSE
+
+
+def resolve(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
