@@ -22,8 +22,9 @@ class Ports:
     xds_plaintext: int = 15010  # control plane: gRPC xDS
     xds_tls: int = 15012  # control plane: xDS + CA over TLS (token or client certificate)
     xds_mtls: int = 15013  # control plane: the same, client certificate required (renewal)
-    # control plane: the CA alone over TLS, a cheaper transport (not Istio's); None: off
-    ca: int | None = 15011
+    # control plane: the CA alone over TLS through an Envoy (not an Istio port, opt-in:
+    # `--ca-port`, e.g. 15011; it starts an Envoy); None: off
+    ca: int | None = None
     monitoring: int = 15014  # control plane: debug HTTP + Prometheus metrics
     webhook: int = 15017  # control plane: injection webhook
     envoy_admin: int = 15000  # proxy: Envoy admin, loopback only

@@ -7,7 +7,11 @@ ca_material.py    the CA dir (generated root, persisted 0600) or a plugged-in ca
 ca.py             CertificateAuthority.sign(csr, identity, ttl): X.509 SVIDs
 tokens.py         bootstrap tokens (HMAC-SHA256 JWTs) proving a pod's identity
 caller.py         who calls: bearer token or client certificate
-csr_service.py    istio.v1.auth.IstioCertificateService/CreateCertificate (grpc.aio)
+csr_service.py    istio.v1.auth.IstioCertificateService/CreateCertificate: issue() and its
+                  grpc.aio handler
 secure_server.py  the control plane's TLS ports: ADS and the CA
+ca_server.py      the CA port (15011): the CA alone behind an Envoy doing TLS and HTTP/2
+ca_envoy.py       that Envoy's bootstrap
+ca_http.py        the CA's gRPC-over-HTTP/1.1 protocol on the Unix socket Envoy forwards to
 ca_api.py         Istio's CA API messages
 """

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import grpc
 from cryptography import x509
@@ -28,7 +29,7 @@ from meshpilot.security.caller import AuthenticationError, Caller, authenticate
 from meshpilot.security.tokens import TokenAuthority
 from meshpilot.xds.metrics import Counter
 
-__all__ = ["CaMetrics", "CsrService"]
+__all__ = ["CaMetrics", "CaRefusal", "CsrService"]
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,20 @@ class CaMetrics:
         return "".join(f"{line}\n" for metric in metrics for line in metric.render())
 
 
+class CaRefusal(Exception):
+    """A CSR the CA does not sign: the gRPC status and the caller-facing message."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 class CsrService:
+    """The CA's one call, served the same way by the grpc.aio TLS ports (15012, 15013) and
+    by the CA port (ca_http.py behind Envoy): `issue()` does the work, each transport only
+    maps its refusals to its own way of ending a call."""
+
     def __init__(self, ca: CertificateAuthority, tokens: TokenAuthority) -> None:
         self.ca = ca
         self.tokens = tokens
@@ -87,18 +101,32 @@ class CsrService:
         return grpc.method_handlers_generic_handler(SERVICE_NAME, {"CreateCertificate": method})
 
     async def create_certificate(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            chain = self.issue(
+                request, context.invocation_metadata() or (), context.auth_context, context.peer
+            )
+        except CaRefusal as refusal:
+            await context.abort(refusal.code, refusal.message)
+            raise AssertionError("unreachable: abort raises") from None
+        return IstioCertificateResponse(cert_chain=chain)
+
+    def issue(
+        self,
+        request: Any,
+        metadata: Iterable[tuple[str, str | bytes]],
+        auth_context: Callable[[], Mapping[str, Sequence[bytes]]],
+        peer: Callable[[], str],
+    ) -> tuple[str, ...]:
+        """The PEM chain for the CSR of `request`, for the identity the call proves;
+        CaRefusal (logged here, with the peer and never the token) otherwise."""
         self.metrics.csr.inc()
         try:
-            caller = authenticate(
-                context.invocation_metadata() or (),
-                context.auth_context,  # asked only without a token: it costs a C round trip
-                self.tokens,
-                self.ca.trust_domain,
-            )
+            # auth_context is asked only without a token: it costs a C round trip.
+            caller = authenticate(metadata, auth_context, self.tokens, self.ca.trust_domain)
         except AuthenticationError as exc:
             self.metrics.auth_failures.inc()
-            log.warning("CA: refused CSR from %s: %s", context.peer(), exc)
-            await _refuse(context, grpc.StatusCode.UNAUTHENTICATED, str(exc))
+            log.warning("CA: refused CSR from %s: %s", peer(), exc)
+            raise CaRefusal(grpc.StatusCode.UNAUTHENTICATED, str(exc)) from None
         # Clamped before timedelta (int64 seconds overflow it); sign() caps at its maximum.
         seconds = min(int(request.validity_duration), _MAX_SECONDS)
         ttl = dt.timedelta(seconds=seconds) if seconds else None
@@ -106,29 +134,20 @@ class CsrService:
             issued = self._sign(request.csr, caller, ttl)
         except CsrIdentityError as exc:
             self.metrics.identity_errors.inc()
-            log.warning("CA: refused CSR from %s (%s): %s", context.peer(), caller.credential, exc)
-            await _refuse(context, grpc.StatusCode.PERMISSION_DENIED, f"CSR refused: {exc}")
+            log.warning("CA: refused CSR from %s (%s): %s", peer(), caller.credential, exc)
+            raise CaRefusal(grpc.StatusCode.PERMISSION_DENIED, f"CSR refused: {exc}") from None
         except CsrError as exc:
             self.metrics.parsing_errors.inc()
-            log.warning("CA: invalid CSR from %s (%s): %s", context.peer(), caller.credential, exc)
-            await _refuse(context, grpc.StatusCode.INVALID_ARGUMENT, f"invalid CSR: {exc}")
+            log.warning("CA: invalid CSR from %s (%s): %s", peer(), caller.credential, exc)
+            raise CaRefusal(grpc.StatusCode.INVALID_ARGUMENT, f"invalid CSR: {exc}") from None
         except Exception:
             self.metrics.sign_errors.inc()
-            log.exception("CA: signing a CSR from %s failed", context.peer())
-            await _refuse(context, grpc.StatusCode.INTERNAL, "the CA failed to sign the CSR")
+            log.exception("CA: signing a CSR from %s failed", peer())
+            raise CaRefusal(grpc.StatusCode.INTERNAL, "the CA failed to sign the CSR") from None
         self.metrics.issued.inc()
         if log.isEnabledFor(logging.DEBUG):
-            leaf = issued.leaf
-            log.debug(
-                "CA: issued %s (serial %x, expires %s) to %s",
-                leaf.extensions.get_extension_for_class(
-                    x509.SubjectAlternativeName
-                ).value.get_values_for_type(x509.UniformResourceIdentifier),
-                leaf.serial_number,
-                leaf.not_valid_after_utc.isoformat(),
-                caller.credential,
-            )
-        return IstioCertificateResponse(cert_chain=issued.chain_pem)
+            _log_issued(issued, caller)
+        return issued.chain_pem
 
     def _sign(self, csr: str, caller: Caller, ttl: dt.timedelta | None) -> Issued:
         """Sign for the proven identity the CSR asks for (a certificate may prove several)."""
@@ -140,8 +159,14 @@ class CsrService:
         return self.ca.sign(csr, caller.identities[-1], ttl)
 
 
-async def _refuse(
-    context: grpc.aio.ServicerContext, code: grpc.StatusCode, message: str
-) -> NoReturn:
-    await context.abort(code, message)
-    raise AssertionError("unreachable: abort raises")
+def _log_issued(issued: Issued, caller: Caller) -> None:
+    leaf = issued.leaf
+    log.debug(
+        "CA: issued %s (serial %x, expires %s) to %s",
+        leaf.extensions.get_extension_for_class(
+            x509.SubjectAlternativeName
+        ).value.get_values_for_type(x509.UniformResourceIdentifier),
+        leaf.serial_number,
+        leaf.not_valid_after_utc.isoformat(),
+        caller.credential,
+    )

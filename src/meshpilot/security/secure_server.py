@@ -4,6 +4,8 @@
            the mesh CA; callers prove who they are with a bearer token
     15013  the same services, client certificate required and verified against the root:
            renewal by the current certificate
+    15011  the CA alone, TLS + token as on 15012, TLS and HTTP/2 done by an Envoy: the cheaper
+           transport per CSR (ca_server.py); a meshpilot port, not an Istio one
 
 Why two ports: Istio serves both on 15012 with "verify a client certificate if given", but
 gRPC Python offers only "never ask" or "require" for client certificates. 15013 is not an
@@ -23,6 +25,7 @@ from pathlib import Path
 import grpc
 
 from meshpilot.security.ca import CertificateAuthority
+from meshpilot.security.ca_server import CaServer
 from meshpilot.security.csr_service import CsrService
 from meshpilot.security.files import write_public
 from meshpilot.security.tokens import TokenAuthority
@@ -55,13 +58,22 @@ class SecureServer:
         self._ads = ads
         self._ips = tuple(ips)
         self._grpc: grpc.aio.Server | None = None
+        self._ca_server: CaServer | None = None
         self.port = 0
         self.mtls_port = 0
+        self.ca_port = 0
 
-    async def start(self, host: str, port: int, mtls_port: int | None = None, uds: str = "") -> int:
+    async def start(
+        self,
+        host: str,
+        port: int,
+        mtls_port: int | None = None,
+        uds: str = "",
+        ca_port: int | None = None,
+    ) -> int:
         """Serve on host:port (TLS) and, unless None, host:mtls_port (client certificate
-        required), and on the Unix socket `uds` if given (TLS, as host:port); returns the
-        TLS port. Port 0: any free port."""
+        required) and host:ca_port (the CA alone, TLS), and on the Unix socket `uds` if
+        given (TLS, as host:port); returns the TLS port. Port 0: any free port."""
         server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers([self.csr.handler()])
         if self._ads is not None:
@@ -80,11 +92,20 @@ class SecureServer:
             self.mtls_port = _bind(server, host, mtls_port, mutual)
         await server.start()
         self._grpc = server
+        if ca_port is not None:
+            self._ca_server = CaServer(self.csr)
+            try:
+                self.ca_port = await self._ca_server.start(host, ca_port, creds)
+            except BaseException:
+                self._ca_server = None
+                await self.stop(0)
+                raise
         log.info(
-            "secure xDS and CA on %s:%d (TLS)%s",
+            "secure xDS and CA on %s:%d (TLS)%s%s",
             host,
             self.port,
-            f" and :{self.mtls_port} (client certificate required)" if self.mtls_port else "",
+            f", :{self.mtls_port} (client certificate required)" if self.mtls_port else "",
+            f", CA alone on :{self.ca_port} (TLS)" if self.ca_port else "",
         )
         return self.port
 
@@ -92,6 +113,14 @@ class SecureServer:
         if self._grpc is not None:
             await self._grpc.stop(grace)
             self._grpc = None
+        if self._ca_server is not None:
+            await self._ca_server.stop()
+            self._ca_server = None
+
+    @property
+    def ca_envoy_pid(self) -> int | None:
+        """The CA port's Envoy (its CPU is the control plane's too)."""
+        return self._ca_server.envoy_pid if self._ca_server else None
 
 
 def _bind(server: grpc.aio.Server, host: str, port: int, creds: grpc.ServerCredentials) -> int:
@@ -126,6 +155,7 @@ async def start_secure_server(settings: Settings, ads: AdsStreams | None) -> Sec
         settings.ports.xds_tls,
         settings.ports.xds_mtls,
         uds=settings.secure_uds,
+        ca_port=settings.ports.ca,
     )
     log.info(
         "CA: root certificate for proxies: %s", settings.root_cert_out or ca_dir / "root-cert.pem"

@@ -100,6 +100,8 @@ def sotw_response(version: str, type_url: str, nonce: str, resources: list[Resou
 
 # Names meaning "every resource of the type" in a dependents entry (Delta's wildcard name).
 ALL_NAMES = frozenset({"*"})
+
+
 def new_nonce() -> str:
     return uuid.uuid4().hex[:16]
 

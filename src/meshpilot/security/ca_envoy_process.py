@@ -1,0 +1,102 @@
+"""The CA port's Envoy process: started without fork handlers, restarted if it dies.
+
+Why not the agent's EnvoySupervisor: it sets PDEATHSIG in a `preexec_fn`, which makes
+Python fork() instead of vfork(), and a fork in a process serving gRPC runs gRPC's
+post-fork handlers in the child; under load that child aborted (SIGABRT, "epoll_wait
+error: Bad file descriptor", grpc/grpc#43055) before it could exec Envoy. Here the child is
+made with vfork (no preexec_fn, no fork handlers) and util-linux `setpriv --pdeathsig KILL`
+does the PDEATHSIG part, so no Envoy outlives the control plane; without `setpriv` Envoy is
+still stopped on every normal exit.
+
+The bootstrap holds the serving key: it is written (0600) before each start and removed as
+soon as that Envoy listens, i.e. has read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+import signal
+from pathlib import Path
+
+from meshpilot.agent.envoy_process import EnvoyLaunch, envoy_args
+from meshpilot.security.files import write_private
+
+__all__ = ["FrontEnvoy"]
+
+log = logging.getLogger(__name__)
+
+_MAX_RESTARTS = 5
+_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
+
+
+class FrontEnvoy:
+    def __init__(self, launch: EnvoyLaunch, bootstrap: bytes, host: str, port: int) -> None:
+        self._launch = launch
+        self._bootstrap = bootstrap
+        self._address = (host, port)
+        self._proc: asyncio.subprocess.Process | None = None
+        self._stopping = False
+        self.listening = asyncio.Event()  # set once the first Envoy accepts connections
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None and proc.returncode is None else None
+
+    async def run(self) -> None:
+        """Keep Envoy running until stop(); OSError once it keeps failing."""
+        for attempt in range(_MAX_RESTARTS + 1):
+            proc = await self._spawn()
+            watch = asyncio.create_task(self._until_listening(proc))
+            code = await proc.wait()
+            watch.cancel()
+            Path(self._launch.config_path).unlink(missing_ok=True)
+            if self._stopping:
+                return
+            if attempt < _MAX_RESTARTS:
+                delay = _BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)]
+                log.warning("CA port: Envoy exited (%s); restarting in %.1fs", code, delay)
+                await asyncio.sleep(delay)
+        raise OSError(f"the CA port's Envoy keeps exiting (last status {code})")
+
+    async def _until_listening(self, proc: asyncio.subprocess.Process) -> None:
+        while proc.returncode is None:
+            with contextlib.suppress(OSError):
+                _, writer = await asyncio.open_connection(*self._address)
+                writer.close()
+                Path(self._launch.config_path).unlink(missing_ok=True)
+                self.listening.set()
+                return
+            await asyncio.sleep(0.02)
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        write_private(Path(self._launch.config_path), self._bootstrap)
+        setpriv = shutil.which("setpriv")
+        prefix = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+        args = envoy_args(self._launch)
+        try:
+            self._proc = await asyncio.create_subprocess_exec(
+                *prefix, *args, cwd=self._launch.work_dir, stdin=asyncio.subprocess.DEVNULL
+            )
+        except OSError as exc:
+            raise OSError(f"cannot start Envoy {args[0]}: {exc.strerror}") from exc
+        if self._stopping:  # stop() ran while it was being started
+            self._proc.send_signal(signal.SIGTERM)
+        return self._proc
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        self._stopping = True
+        proc = self._proc
+        if proc is None or proc.returncode is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()

@@ -1,0 +1,184 @@
+"""The CA's call as Envoy forwards it from the CA port: gRPC over HTTP/1.1 on a Unix socket.
+
+    Envoy (TLS, HTTP/2) ──HTTP/1.1, keep-alive──► this server ──► CsrService.issue()
+
+    request   POST /istio.v1.auth.IstioCertificateService/CreateCertificate
+              content-type: application/grpc, authorization: Bearer <token>,
+              body: one gRPC frame (content-length or chunked)
+    answer    200, application/grpc, chunked: one frame, then the trailer grpc-status: 0;
+              a refusal is a trailers-only answer: grpc-status and grpc-message as headers
+
+Envoy turns the HTTP/1.1 trailers back into HTTP/2 trailers (the cluster enables them), so
+the caller sees the same status codes and messages as on 15012. Identity is proven here,
+by the token the caller sent; nothing Envoy adds is trusted for it (x-forwarded-for, the
+caller's address, only goes into refusal logs). One asyncio protocol per Envoy connection,
+parsing in place: no streams, no tasks per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from meshpilot.security.ca_api import (
+    CREATE_CERTIFICATE,
+    IstioCertificateRequest,
+    IstioCertificateResponse,
+)
+from meshpilot.security.csr_service import CaRefusal, CsrService
+
+__all__ = ["CaHttpProtocol", "grpc_message"]
+
+log = logging.getLogger(__name__)
+
+MAX_HEAD = 64 * 1024
+MAX_BODY = 1024 * 1024  # a CSR request is about 1 KB
+_PATH = CREATE_CERTIFICATE.encode()
+# gRPC status codes (grpc.StatusCode values are tuples; the wire wants the number).
+_INVALID_ARGUMENT, _UNIMPLEMENTED, _INTERNAL = 3, 12, 13
+
+
+class _BadRequest(Exception):
+    """The bytes are not an HTTP/1.1 request Envoy would send: the connection is closed."""
+
+
+class CaHttpProtocol(asyncio.Protocol):
+    """One Envoy connection; requests are answered in order as they complete."""
+
+    def __init__(self, service: CsrService) -> None:
+        self._service = service
+        self._buffer = bytearray()
+        self._transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        assert self._transport is not None
+        self._buffer += data
+        try:
+            while (request := _take_request(self._buffer)) is not None:
+                self._transport.write(self._answer(*request))
+        except _BadRequest as exc:
+            log.warning("CA port: closing a connection from the front Envoy: %s", exc)
+            self._transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
+            self._transport.close()
+
+    def _answer(self, path: bytes, headers: dict[bytes, bytes], body: bytes) -> bytes:
+        if path != _PATH:
+            return _refusal(_UNIMPLEMENTED, f"unknown method {path.decode(errors='replace')}")
+        if len(body) < 5 or body[0] != 0 or int.from_bytes(body[1:5], "big") != len(body) - 5:
+            return _refusal(_INTERNAL, "expected one uncompressed gRPC message")
+        try:
+            request = IstioCertificateRequest.FromString(body[5:])
+        except Exception:  # protobuf's DecodeError, or a field of the wrong type
+            return _refusal(_INVALID_ARGUMENT, "the request is not an IstioCertificateRequest")
+        token = headers.get(b"authorization")
+        metadata = [("authorization", token.decode("latin-1"))] if token is not None else []
+        try:
+            chain = self._service.issue(request, metadata, _no_client_cert, _peer(headers))
+        except CaRefusal as refusal:
+            return _refusal(refusal.code.value[0], refusal.message)
+        message = IstioCertificateResponse(cert_chain=chain).SerializeToString()
+        frame = b"\0" + len(message).to_bytes(4, "big") + message
+        return b"".join(
+            (
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\n"
+                b"transfer-encoding: chunked\r\n\r\n",
+                b"%x\r\n" % len(frame),
+                frame,
+                b"\r\n0\r\ngrpc-status: 0\r\n\r\n",
+            )
+        )
+
+
+def _no_client_cert() -> dict[str, Any]:
+    return {}  # Envoy asks for none on this port: a token is the proof
+
+
+def _peer(headers: dict[bytes, bytes]) -> Any:
+    def peer() -> str:
+        # Envoy appends the caller's address last (use_remote_address); logs only.
+        forwarded = headers.get(b"x-forwarded-for", b"").rsplit(b",", 1)[-1].strip()
+        return f"{forwarded.decode('latin-1') or 'unknown'} (via the CA port)"
+
+    return peer
+
+
+def _refusal(code: int, message: str) -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\n"
+        b"grpc-status: %d\r\ngrpc-message: %s\r\ncontent-length: 0\r\n\r\n"
+        % (code, grpc_message(message))
+    )
+
+
+def grpc_message(text: str) -> bytes:
+    """gRPC's grpc-message encoding: printable ASCII except '%' as is, the rest %XX."""
+    return b"".join(
+        bytes((b,)) if 0x20 <= b <= 0x7E and b != 0x25 else b"%%%02X" % b for b in text.encode()
+    )
+
+
+def _take_request(buffer: bytearray) -> tuple[bytes, dict[bytes, bytes], bytes] | None:
+    """The next whole request, removed from `buffer`; None while it is incomplete."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        if len(buffer) > MAX_HEAD:
+            raise _BadRequest("request head too large")
+        return None
+    lines = bytes(buffer[:end]).split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if len(parts) != 3 or parts[0] != b"POST":
+        raise _BadRequest("not a POST request line")
+    headers: dict[bytes, bytes] = {}
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if not sep:
+            raise _BadRequest("malformed header line")
+        headers[name.strip().lower()] = value.strip()
+    start = end + 4
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        taken = _chunked(buffer, start)
+        if taken is None:
+            return None
+        body, stop = taken
+    else:
+        try:
+            length = int(headers.get(b"content-length", b"0"))
+        except ValueError:
+            raise _BadRequest("bad content-length") from None
+        if not 0 <= length <= MAX_BODY:
+            raise _BadRequest("request body too large")
+        if len(buffer) < start + length:
+            return None
+        body, stop = bytes(buffer[start : start + length]), start + length
+    del buffer[:stop]
+    return parts[1], headers, body
+
+
+def _chunked(buffer: bytearray, pos: int) -> tuple[bytes, int] | None:
+    """A chunked body starting at `pos`: (body, index after it) or None if incomplete."""
+    body = bytearray()
+    while True:
+        eol = buffer.find(b"\r\n", pos)
+        if eol < 0:
+            return None
+        try:
+            size = int(bytes(buffer[pos:eol]).split(b";", 1)[0], 16)
+        except ValueError:
+            raise _BadRequest("bad chunk size") from None
+        if size < 0 or len(body) + size > MAX_BODY:
+            raise _BadRequest("request body too large")
+        if size == 0:
+            # Trailers (none expected from Envoy), then the blank line.
+            end = buffer.find(b"\r\n\r\n", eol)
+            if end < 0:
+                return None
+            return bytes(body), end + 4
+        if len(buffer) < eol + 2 + size + 2:
+            return None
+        body += buffer[eol + 2 : eol + 2 + size]
+        pos = eol + 2 + size + 2
