@@ -46,9 +46,10 @@ class Settings:
     debounce_after: float = 0.100
     debounce_max: float = 10.0
     # The quiet window after whole writes of the live store (a GitOps sync wave, an
-    # `apply` of many objects: all-or-nothing, nothing more of it is coming). Kubernetes
-    # has no multi-object writes, so Istio debounces those too; meshpilot need not.
-    debounce_after_write: float = 0.010
+    # `apply` of many objects: all-or-nothing, nothing more of it is coming), so none:
+    # writes landing while a push is being built still merge into the next one.
+    # Kubernetes has no multi-object writes, so Istio debounces those too.
+    debounce_after_write: float = 0.0
     push_concurrency: int = 25  # Istio's PILOT_PUSH_THROTTLE on 2 cores
     file_poll_interval: float = 0.2  # seconds between checks of watched files
     cache_assertions: bool = False  # rebuild on every cache hit and compare (tests)

@@ -65,8 +65,8 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     "--debounce-after-write",
     callback=_duration,
     metavar="DURATION",
-    help="Quiet time after whole writes of the --store (a sync wave, an apply), default 10ms; "
-    "never longer than --debounce.",
+    help="Quiet time after whole writes of the --store (a sync wave, an apply), default 0s: "
+    "pushed at once; never longer than --debounce.",
 )
 @ca_options
 @click.option(
