@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import functools
 import logging
+import shutil
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -172,6 +173,11 @@ class EnvoySupervisor:
     async def _spawn(self) -> asyncio.subprocess.Process:
         _libc()
         args = envoy_args(self.launch)
+        # util-linux setpriv sets PDEATHSIG and execs Envoy: no preexec_fn, so no Python
+        # fork handlers (gRPC's, the agent serves SDS) run in the child, which could abort
+        # before its exec (grpc/grpc#43055, seen once under load); else the preexec_fn.
+        setpriv = shutil.which("setpriv")
+        prefix = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
         credentials: dict[str, object] = {}
         if self.launch.run_as is not None:
             uid, gid = self.launch.run_as
@@ -179,10 +185,11 @@ class EnvoySupervisor:
         self.epoch += 1
         try:
             proc = await asyncio.create_subprocess_exec(
+                *prefix,
                 *args,
                 cwd=self.launch.work_dir,
                 process_group=0,
-                preexec_fn=_die_with_parent,
+                preexec_fn=None if prefix else _die_with_parent,
                 **credentials,  # type: ignore[arg-type]
             )
         except OSError as exc:
