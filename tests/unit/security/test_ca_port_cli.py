@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 from meshpilot.cli.token import CaOptions
@@ -49,8 +50,13 @@ def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> Non
 
         chain = load_chain(asyncio.run(call()))
         assert verify_client_chain(chain, chain[-1])
-        private = list(Path("/proc", str(envoy), "cwd").resolve().glob("*"))
-        assert [p.name for p in private] == ["ca.sock"]  # the bootstrap (key) is gone
+        # the bootstrap (it holds the key) goes once discovery sees Envoy listen; the
+        # port may answer a few ms before that probe runs
+        private_dir = Path("/proc", str(envoy), "cwd").resolve()
+        deadline = time.monotonic() + 5
+        while (private_dir / "envoy.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert [p.name for p in private_dir.glob("*")] == ["ca.sock"]
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
@@ -58,7 +64,7 @@ def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> Non
     assert proc.returncode == 0, log
     assert f"CA alone on :{ca_port} (TLS)" in log
     assert not Path(f"/proc/{envoy}").exists()
-    assert not private[0].parent.exists()
+    assert not private_dir.exists()
     assert token not in log and token.split(".")[2] not in log
 
 
