@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import grpc
+import pytest
 
 from meshpilot.security.ca_api import (
     CREATE_CERTIFICATE,
@@ -42,3 +43,10 @@ async def create_certificate(
         IstioCertificateRequest(csr=csr, validity_duration=ttl), metadata=metadata, timeout=10
     )
     return list(response.cert_chain)
+
+
+async def refused(call: Awaitable[Any]) -> tuple[grpc.StatusCode, str]:
+    """The status code and message of a call that must fail."""
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await call
+    return caught.value.code(), caught.value.details() or ""

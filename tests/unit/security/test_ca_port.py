@@ -13,7 +13,6 @@ import signal
 import socket
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -24,7 +23,7 @@ from meshpilot.security.ca_api import CREATE_CERTIFICATE, IstioCertificateReques
 from meshpilot.security.ca_http import grpc_message
 from meshpilot.security.secure_server import SecureServer
 from meshpilot.security.tokens import TokenAuthority
-from tests.unit.security.grpc_client import channel, create_certificate
+from tests.unit.security.grpc_client import channel, create_certificate, refused
 from tests.unit.security.pki import TD, load_chain, uri, verify_client_chain, workload_csr
 
 
@@ -53,12 +52,6 @@ def run(tmp: Path, scenario: Callable[[Env], Awaitable[None]]) -> None:
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
-async def _status(call: Awaitable[Any]) -> tuple[grpc.StatusCode, str]:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call
-    return caught.value.code(), caught.value.details() or ""
-
-
 def test_ca_port_signs_what_the_token_proves_and_refuses_like_15012(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -80,18 +73,18 @@ def test_ca_port_signs_what_the_token_proves_and_refuses_like_15012(
                     uri(f"spiffe://{TD}/ns/team-a/sa/web")
                 ]
             refusals = [
-                await _status(create_certificate(chan, workload_csr("team-b", "web"), tokens[0])),
-                await _status(create_certificate(chan, workload_csr("team-a", "web"))),
-                await _status(create_certificate(chan, "garbage", tokens[0])),
-                await _status(create_certificate(chan, csrs[0], tokens[0] + "x")),
+                await refused(create_certificate(chan, workload_csr("team-b", "web"), tokens[0])),
+                await refused(create_certificate(chan, workload_csr("team-a", "web"))),
+                await refused(create_certificate(chan, "garbage", tokens[0])),
+                await refused(create_certificate(chan, csrs[0], tokens[0] + "x")),
             ]
         # The same call on 15012 (grpc.aio) answers the same codes and messages.
         async with channel(env.server.port, env.ca.root_pem) as chan:
             same = [
-                await _status(create_certificate(chan, workload_csr("team-b", "web"), tokens[0])),
-                await _status(create_certificate(chan, workload_csr("team-a", "web"))),
-                await _status(create_certificate(chan, "garbage", tokens[0])),
-                await _status(create_certificate(chan, csrs[0], tokens[0] + "x")),
+                await refused(create_certificate(chan, workload_csr("team-b", "web"), tokens[0])),
+                await refused(create_certificate(chan, workload_csr("team-a", "web"))),
+                await refused(create_certificate(chan, "garbage", tokens[0])),
+                await refused(create_certificate(chan, csrs[0], tokens[0] + "x")),
             ]
         assert refusals == same
         assert [code for code, _ in refusals] == [
@@ -122,7 +115,7 @@ def test_unknown_method_on_the_ca_port_is_unimplemented(tmp_path: Path) -> None:
                 "/envoy.service.discovery.v3.AggregatedDiscoveryService/Nope",
                 request_serializer=IstioCertificateRequest.SerializeToString,
             )
-            code, _ = await _status(call(IstioCertificateRequest(csr="x"), timeout=10))
+            code, _ = await refused(call(IstioCertificateRequest(csr="x"), timeout=10))
         assert code == grpc.StatusCode.UNIMPLEMENTED
 
     run(tmp_path, scenario)

@@ -24,7 +24,7 @@ from meshpilot.security.tokens import TokenAuthority
 from meshpilot.settings import Ports, Settings
 from meshpilot.xds.protos import TypeUrl
 from tests.conftest import REPO
-from tests.unit.security.grpc_client import channel, create_certificate
+from tests.unit.security.grpc_client import channel, create_certificate, refused
 from tests.unit.security.pki import TD, load_chain, uri, verify_client_chain, workload_csr
 
 Scenario = Callable[["Env"], Awaitable[None]]
@@ -58,12 +58,6 @@ def run(tmp: Path, scenario: Scenario) -> None:
     asyncio.run(asyncio.wait_for(main(), 30))
 
 
-async def _status(call: Awaitable[Any]) -> tuple[grpc.StatusCode, str]:
-    with pytest.raises(grpc.aio.AioRpcError) as caught:
-        await call
-    return caught.value.code(), caught.value.details() or ""
-
-
 def test_token_gets_a_certificate_for_its_identity(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         async with env.tls() as chan:
@@ -90,7 +84,7 @@ def test_token_for_one_namespace_cannot_get_another(
     async def scenario(env: Env) -> None:
         tokens.append(env.token("team-a", "web"))
         async with env.tls() as chan:
-            code, details = await _status(
+            code, details = await refused(
                 create_certificate(chan, workload_csr("team-b", "web"), tokens[0])
             )
         assert code == grpc.StatusCode.PERMISSION_DENIED
@@ -112,22 +106,22 @@ def test_missing_forged_or_malformed_credentials(tmp_path: Path) -> None:
         csr = workload_csr("default", "reviews")
         forged = TokenAuthority.open(tmp_path / "elsewhere").issue("default", "reviews", "p")
         async with env.tls() as chan:
-            code, details = await _status(create_certificate(chan, csr))
+            code, details = await refused(create_certificate(chan, csr))
             assert code == grpc.StatusCode.UNAUTHENTICATED
             assert details.startswith("no credential: send 'authorization: Bearer <token>'")
-            code, details = await _status(create_certificate(chan, csr, forged))
+            code, details = await refused(create_certificate(chan, csr, forged))
             assert code == grpc.StatusCode.UNAUTHENTICATED
             assert "signature is invalid" in details and forged not in details
             huge = await create_certificate(chan, csr, env.token(), ttl=2**62)
             assert load_chain(huge)[0].not_valid_after_utc < dt.datetime.now(dt.UTC) + dt.timedelta(
                 days=91
             )
-            code, details = await _status(create_certificate(chan, csr, env.token(), ttl=-60))
+            code, details = await refused(create_certificate(chan, csr, env.token(), ttl=-60))
             assert (code, details) == (
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "invalid CSR: requested lifetime -60s is negative",
             )
-            code, details = await _status(create_certificate(chan, "garbage", env.token()))
+            code, details = await refused(create_certificate(chan, "garbage", env.token()))
             assert code == grpc.StatusCode.INVALID_ARGUMENT
             assert details == (
                 "invalid CSR: the CSR is not a PEM certificate request (BEGIN CERTIFICATE REQUEST)"
@@ -149,19 +143,19 @@ def test_renewal_with_the_current_certificate(tmp_path: Path) -> None:
         async with env.mtls(*client) as chan:
             renewed = await create_certificate(chan, workload_csr("default", "reviews"))
             assert verify_client_chain(load_chain(renewed), env.ca.material.root)
-            code, details = await _status(
+            code, details = await refused(
                 create_certificate(chan, workload_csr("default", "admin"))
             )
             assert code == grpc.StatusCode.PERMISSION_DENIED and "ns/default/sa/reviews" in details
         # The mTLS port wants a certificate from this mesh: none, or a foreign one, fails.
         async with channel(env.server.mtls_port, env.ca.root_pem) as chan:
-            code, _ = await _status(create_certificate(chan, workload_csr("default", "reviews")))
+            code, _ = await refused(create_certificate(chan, workload_csr("default", "reviews")))
             assert code == grpc.StatusCode.UNAVAILABLE
         foreign = CertificateAuthority.open(tmp_path / "foreign")
         reviews = SpiffeId(TD, "default", "reviews")
         foreign_chain = foreign.sign(workload_csr("default", "reviews", key), reviews).chain_pem
         async with env.mtls(key_pem(key), foreign_chain[0].encode()) as chan:
-            code, _ = await _status(create_certificate(chan, workload_csr("default", "reviews")))
+            code, _ = await refused(create_certificate(chan, workload_csr("default", "reviews")))
             assert code == grpc.StatusCode.UNAVAILABLE
 
     run(tmp_path, scenario)
@@ -177,10 +171,10 @@ def test_clients_verify_the_serving_certificate(tmp_path: Path) -> None:
             assert await create_certificate(chan, csr, token)  # IP SAN 127.0.0.1
         other_root = CertificateAuthority.open(tmp_path / "other").root_pem
         async with channel(env.server.port, other_root) as chan:
-            code, _ = await _status(create_certificate(chan, csr, token))
+            code, _ = await refused(create_certificate(chan, csr, token))
             assert code == grpc.StatusCode.UNAVAILABLE
         async with env.tls(server_name="evil.example.com") as chan:
-            code, _ = await _status(create_certificate(chan, csr, token))
+            code, _ = await refused(create_certificate(chan, csr, token))
             assert code == grpc.StatusCode.UNAVAILABLE
 
     run(tmp_path, scenario)
