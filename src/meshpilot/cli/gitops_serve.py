@@ -197,3 +197,4 @@ async def _run(
         log.info("gitops serve: shutting down")
         await server.stop()
         await notifier.stop()
+        renderer.repos.close()  # the mirrors' object readers

@@ -1,11 +1,14 @@
 """The controller's work queue: each Application at most once in the queue and once in
 progress (a request for an app being reconciled runs it again afterwards), urgent work
 (drift, webhooks, CLI requests) ahead of periodic resyncs, and delayed requeues (self-heal
-waiting for its timeout)."""
+waiting for its timeout). While urgent work runs, no resync starts (for up to
+`RESYNC_HOLD` seconds): a webhook's sync shares two cores and one interpreter with them,
+and after a push every app's resync has a new commit to record (B8)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -13,7 +16,9 @@ from enum import IntEnum
 
 from meshpilot.config.keys import ConfigKey
 
-__all__ = ["Level", "WorkItem", "WorkQueue"]
+__all__ = ["RESYNC_HOLD", "Level", "WorkItem", "WorkQueue"]
+
+RESYNC_HOLD = 0.5  # the longest a queued resync waits for running urgent work
 
 
 class Level(IntEnum):
@@ -37,6 +42,7 @@ class WorkQueue:
         self._normal: deque[ConfigKey] = deque()
         self._items: dict[ConfigKey, WorkItem] = {}
         self._active: set[ConfigKey] = set()
+        self._active_urgent: set[ConfigKey] = set()
         self._again: dict[ConfigKey, WorkItem] = {}
         self._timers: dict[ConfigKey, asyncio.TimerHandle] = {}
         self._ready = asyncio.Event()
@@ -82,18 +88,41 @@ class WorkQueue:
 
     async def get(self, *, urgent_only: bool = False) -> WorkItem:
         """The next item, urgent first; `urgent_only`: wait for an urgent one (a lane kept
-        free of resyncs, so drift and webhooks never wait behind a slow one)."""
-        while not (self._urgent or (self._normal and not urgent_only)):
+        free of resyncs, so drift and webhooks never wait behind a slow one). A resync
+        waits while urgent work runs, at most RESYNC_HOLD after it was queued."""
+        while True:
+            if self._urgent:
+                key = self._urgent.popleft()
+                self._active_urgent.add(key)
+                break
+            hold = 0.0 if urgent_only or not self._normal else self._hold()
+            if self._normal and not urgent_only and hold <= 0:
+                key = self._normal.popleft()
+                break
             ready = self._urgent_ready if urgent_only else self._ready
             ready.clear()
-            await ready.wait()
-        key = self._urgent.popleft() if self._urgent else self._normal.popleft()
+            if hold > 0:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(hold):
+                        await ready.wait()
+            else:
+                await ready.wait()
         item = self._items.pop(key)
         self._active.add(key)
         return item
 
+    def _hold(self) -> float:
+        """How much longer the next resync waits for running urgent work (0: none)."""
+        if not self._active_urgent:
+            return 0.0
+        return self._items[self._normal[0]].queued_at + RESYNC_HOLD - time.monotonic()
+
     def done(self, key: ConfigKey) -> None:
         self._active.discard(key)
+        if key in self._active_urgent:
+            self._active_urgent.discard(key)
+            if not self._active_urgent:
+                self._ready.set()  # held resyncs may start
         again = self._again.pop(key, None)
         if again is not None:
             self.add(again.key, again.level, again.reason)

@@ -10,7 +10,7 @@ SharedResourceWarning) that sync must not overwrite. Hooks are not compared.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from meshpilot.gitops.diff.annotations import COMPARE_OPTIONS, is_hook, options_of
@@ -82,15 +82,19 @@ def compare_app(
 
 def diff_objects(
     live: Manifest | None, target: Manifest | None, normalizer: ManifestNormalizer, label: str
-) -> tuple[DiffResult, str]:
-    """Normalize both sides, compare, and render the masked unified diff."""
+) -> tuple[DiffResult, Callable[[], str]]:
+    """Normalize both sides and compare; the masked unified diff is rendered by the
+    returned function (only when someone shows it)."""
     norm_target = normalizer(target) if target is not None else None
     norm_live = normalizer(_as_version_of(live, target)) if live is not None else None
     modified = norm_target != norm_live
-    text = ""
-    if modified:
+
+    def text() -> str:
+        if not modified:
+            return ""
         shown_target, shown_live = mask_secrets(norm_target, norm_live)
-        text = unified_diff(shown_live, shown_target, label)
+        return unified_diff(shown_live, shown_target, label)
+
     return DiffResult(modified, norm_live, norm_target), text
 
 
@@ -117,12 +121,12 @@ def _pair(
     normalizer: ManifestNormalizer,
 ) -> ResourceResult:
     tracked = with_tracking(target, app, key) if target is not None else None
-    diff, text = diff_objects(live, tracked, normalizer, str(key))
+    diff, text_of = diff_objects(live, tracked, normalizer, str(key))
     return ResourceResult(
         key=key,
         status=SyncStatusCode.OUT_OF_SYNC if diff.modified else SyncStatusCode.SYNCED,
         diff=diff,
-        text=text,
+        text_of=text_of,
         target=tracked,
         live=live,
         requires_pruning=target is None,
@@ -136,7 +140,7 @@ def _conflict(result: ResourceResult, owner: str) -> ResourceResult:
         key=result.key,
         status=SyncStatusCode.OUT_OF_SYNC,
         diff=result.diff,
-        text=result.text,
+        text_of=result.text_of,
         target=result.target,
         live=result.live,
         conflict_owner=owner,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,16 +27,22 @@ class Condition:
     message: str
 
 
+def _no_text() -> str:
+    return ""
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceResult:
     """One resource of the app. `target` is the manifest as sync would write it (tracking
     annotation set); `live` the stored object. `text` is the unified diff with Secret values
-    masked (empty when in sync)."""
+    masked (empty when in sync), rendered from `text_of` on first use: the controller
+    compares an app several times per sync and never shows the text (two YAML dumps per
+    differing resource each time)."""
 
     key: ResourceKey
     status: SyncStatusCode
     diff: DiffResult
-    text: str = field(default="", repr=False)
+    text_of: Callable[[], str] = field(default=_no_text, repr=False, compare=False)
     target: Manifest | None = field(default=None, repr=False)
     live: Manifest | None = field(default=None, repr=False)
     requires_pruning: bool = False
@@ -43,6 +50,13 @@ class ResourceResult:
     conflict_owner: str = ""
     # compare-options IgnoreExtraneous on a live-only object: it does not make the app OutOfSync.
     ignore_extraneous: bool = False
+    _shown: list[str] = field(default_factory=list, repr=False, compare=False)
+
+    @property
+    def text(self) -> str:
+        if not self._shown:
+            self._shown.append(self.text_of())
+        return self._shown[0]
 
     @property
     def missing(self) -> bool:

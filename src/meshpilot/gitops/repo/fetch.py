@@ -14,6 +14,7 @@ import io
 import re
 import tarfile
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ from meshpilot.gitops.repo.errors import (
 )
 from meshpilot.gitops.repo.git import GitEnv, git_auth, run_git
 from meshpilot.gitops.repo.messages import unreachable_message
+from meshpilot.gitops.repo.objects import ObjectInfo, ObjectReader
 from meshpilot.gitops.repo.tempdir import private_tempdir
 from meshpilot.gitops.repo.trust import RepoTrust
 from meshpilot.gitops.repo.urls import cache_key, is_local, scrub
@@ -59,7 +61,13 @@ class RepoService:
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
         self._tree_ids: dict[tuple[str, str, str], str] = {}
+        self._readers: dict[str, ObjectReader] = {}  # mirror key → its cat-file process
+        weakref.finalize(self, _close_readers, self._readers)
         cache_root.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def close(self) -> None:
+        """Stop the mirrors' object readers (they start again when needed)."""
+        _close_readers(self._readers)
 
     def mirror_path(self, url: str) -> Path:
         return self.cache_root / f"{cache_key(url)}.git"
@@ -118,14 +126,34 @@ class RepoService:
         refs = list(extra) or _FETCH_REFS
         self._git(["fetch", "--quiet", "--prune", _remote_url(url), *refs], env, mirror, url)
 
-    def _has_commit(self, mirror: Path, env: GitEnv, rev: str) -> str | None:
+    def _has_commit(self, url: str, mirror: Path, env: GitEnv, rev: str) -> str | None:
         if not (mirror / "HEAD").exists():
             return None
+        try:
+            info = self._object(url, mirror, f"{rev}^{{commit}}")
+            return info.oid if info is not None else None
+        except GitCommandError:
+            pass  # the reader cannot answer: a process of its own
         try:
             out = run_git(["rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], env, mirror)
         except GitCommandError:
             return None
         return out.stdout.decode().strip() or None
+
+    def _object(self, url: str, mirror: Path, spec: str) -> ObjectInfo | None:
+        """Look `spec` up through the mirror's reader (None: no such object); raises
+        GitCommandError when the reader cannot say (the caller runs git instead)."""
+        key = cache_key(url)
+        with self._guard:
+            reader = self._readers.get(key)
+            if reader is None or not reader.alive:
+                try:
+                    with git_auth(None, self.base_env) as env:
+                        reader = ObjectReader(mirror, env.env, self.timeout)
+                except OSError as exc:
+                    raise GitCommandError(f"git cat-file: {exc.strerror}") from None
+                self._readers[key] = reader
+        return reader.lookup(spec)
 
     def resolve(self, url: str, revision: str) -> str:
         """targetRevision (HEAD, branch, tag, full ref or commit SHA) → a mirrored commit."""
@@ -139,15 +167,15 @@ class RepoService:
                     f"{scrub(url)}: unable to resolve '{rev}' to a commit SHA"
                 )
             wanted = sha or rev
-            found = self._has_commit(mirror, env, wanted)
+            found = self._has_commit(url, mirror, env, wanted)
             if found is None:
                 self._fetch(mirror, url, env)
-                found = self._has_commit(mirror, env, wanted)
+                found = self._has_commit(url, mirror, env, wanted)
             if found is None and len(wanted) == 40:
                 # a commit no branch or tag points at (servers may allow fetching it)
                 with contextlib.suppress(RepoUnreachableError):
                     self._fetch(mirror, url, env, [wanted])
-                found = self._has_commit(mirror, env, wanted)
+                found = self._has_commit(url, mirror, env, wanted)
             if found is None:
                 raise UnknownRevisionError(
                     f"{scrub(url)}: unable to resolve '{rev}' to a commit SHA"
@@ -164,12 +192,17 @@ class RepoService:
         if hit is not None:
             return hit or None
         spec = f"{commit}^{{tree}}" if rel == "." else f"{commit}:{rel}"
-        with self._locked(url) as mirror, self._env(url, remote=False) as env:
-            try:
-                out = run_git(["rev-parse", "--verify", "--quiet", spec], env, mirror)
-                tree = out.stdout.decode().strip()
-            except GitCommandError:
-                tree = ""
+        mirror = self.mirror_path(url)
+        try:
+            info = self._object(url, mirror, spec) if (mirror / "HEAD").exists() else None
+            tree = info.oid if info is not None else ""
+        except GitCommandError:  # the reader cannot answer: a process of its own
+            with self._locked(url) as mirror, self._env(url, remote=False) as env:
+                try:
+                    out = run_git(["rev-parse", "--verify", "--quiet", spec], env, mirror)
+                    tree = out.stdout.decode().strip()
+                except GitCommandError:
+                    tree = ""
         with self._guard:
             if len(self._tree_ids) > 10_000:
                 self._tree_ids.clear()
@@ -191,3 +224,9 @@ class RepoService:
             with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
                 archive.extractall(work, filter="data")
             yield work
+
+
+def _close_readers(readers: dict[str, ObjectReader]) -> None:
+    for reader in list(readers.values()):
+        reader.close()
+    readers.clear()

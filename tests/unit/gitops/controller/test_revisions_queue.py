@@ -1,5 +1,6 @@
 """Revision memory shared by the apps of a pass (one git resolution per repo and branch,
-even when several workers ask at once) and the queue's urgent-only lane."""
+even when several workers ask at once), the queue's urgent-only lane, and its hold on
+resyncs while urgent work runs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.gitops.controller import CachingRepoService, Level, WorkQueue
+from meshpilot.gitops.controller.queue import RESYNC_HOLD
 from tests.gitops_fixtures import make_repo
 
 
@@ -60,5 +62,32 @@ def test_urgent_lane_takes_no_resync() -> None:
         queue.add(key["drift"], Level.RECENT, "drift")
         assert (await asyncio.wait_for(waiting, 1)).key == key["drift"]
         assert (await queue.get()).key == key["resync"]  # a general worker still gets it
+
+    asyncio.run(scenario())
+
+
+def test_resyncs_wait_while_urgent_work_runs() -> None:
+    key = {n: ConfigKey(Kind.APPLICATION, "argocd", n) for n in ("webhook", "resync", "late")}
+
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add(key["webhook"], Level.LATEST, "webhook")
+        assert (await queue.get()).key == key["webhook"]  # running now
+        queue.add(key["resync"], Level.LATEST, "resync", urgent=False)
+        with pytest.raises(TimeoutError):  # held: urgent work is running
+            await asyncio.wait_for(queue.get(), 0.1)
+        waiting = asyncio.create_task(queue.get())
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        queue.done(key["webhook"])  # the urgent work ends: the resync starts at once
+        assert (await asyncio.wait_for(waiting, 0.05)).key == key["resync"]
+        queue.done(key["resync"])
+        # no resync waits longer than RESYNC_HOLD, however long the urgent work runs
+        queue.add(key["webhook"], Level.LATEST, "webhook")
+        assert (await queue.get()).key == key["webhook"]
+        queue.add(key["late"], Level.LATEST, "resync", urgent=False)
+        started = time.monotonic()
+        assert (await asyncio.wait_for(queue.get(), 2)).key == key["late"]
+        assert RESYNC_HOLD - 0.05 <= time.monotonic() - started < RESYNC_HOLD + 0.5
 
     asyncio.run(scenario())
