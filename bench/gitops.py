@@ -154,12 +154,15 @@ async def _run(
 ) -> dict[str, Any]:
 
     def on_change(event: ChangeEvent) -> None:  # in the thread that saw the write
+        # Runs inside every store write of the controller: read the typed object (a
+        # manifest would be a deep copy of the whole Application, status and all).
         now = time.monotonic()
         for key in event.keys:
             if key.kind is Kind.APPLICATION:
-                status = (store.manifest(key) or {}).get("status") or {}
-                sync = status.get("sync") or {}
-                marks.setdefault(f"{key.name}:{sync.get('status')}:{sync.get('revision')}", now)
+                obj = store.get(key)
+                sync = obj.model.status.sync if obj is not None else None
+                status = str(sync.status) if sync is not None else None
+                marks.setdefault(f"{key.name}:{status}:{sync.revision if sync else None}", now)
             else:
                 marks.setdefault(f"obj:{key.name}:{store.snapshot().version}", now)
                 marks[f"last:{key.kind}:{key.namespace}/{key.name}"] = now

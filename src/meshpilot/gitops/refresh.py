@@ -260,9 +260,10 @@ def save_status(store: LiveStore, key: ConfigKey, status: ApplicationStatus) -> 
     """Write `status` into the stored Application (its spec untouched). A concurrent write
     of the app (a spec edit) is retried on the fresh object: status is ours alone."""
     for _attempt in range(5):
-        manifest = store.manifest(key)
-        if manifest is None:
+        stored = store.manifest(key)
+        if stored is None:
             raise ApplicationNotFound(key.name)
+        manifest = dict(stored)  # a view's manifest is shared: replace the status in a copy
         manifest["status"] = status.model_dump(by_alias=True, exclude_none=True, mode="json")
         document = RawDocument(f"<{key}>", 1, manifest, {})
         try:

@@ -122,6 +122,12 @@ class DirectoryStore:
         raw = self._raw.get(key)
         return copy.deepcopy(raw) if raw is not None else None
 
+    def shared_manifest(self, key: ConfigKey) -> Manifest | None:
+        """The stored manifest itself, not a copy: the caller must never change it (a later
+        write replaces it, it is never changed in place). For readers that only look."""
+        self._ensure_loaded()
+        return self._raw.get(key)
+
     def subscribe(self, handler: ChangeHandler) -> None:
         self._handlers.append(handler)
 

@@ -67,7 +67,11 @@ class StoreView:
             hit = self._copies.get(key)
         if hit is not None and hit[0] is obj:
             return hit[1]
-        manifest = self.store.manifest(key)
+        shared = getattr(self.store, "shared_manifest", None)
+        if shared is not None:  # the store's own manifest (a write replaces, never changes it)
+            manifest: dict[str, Any] | None = shared(key)
+        else:
+            manifest = self.store.manifest(key)
         if manifest is not None:
             with self._lock:
                 self._copies[key] = (obj, manifest)
@@ -122,8 +126,13 @@ class StoreView:
     def _reindex(self, key: ConfigKey, obj: ConfigObject[Any] | None) -> None:
         owner = ""
         if obj is not None:
-            manifest = self.manifest(key) or {}
-            annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+            # the typed object's annotations: no copy of the manifest (an Application's,
+            # status and all, changes with every status write)
+            meta = getattr(obj.model, "metadata", None)
+            annotations = getattr(meta, "annotations", None)
+            if not isinstance(annotations, dict):
+                manifest = self.manifest(key) or {}
+                annotations = (manifest.get("metadata") or {}).get("annotations") or {}
             owner = str(annotations.get(TRACKING_ANNOTATION) or "").partition(":")[0]
         with self._lock:
             assert self._owner is not None
