@@ -10,9 +10,9 @@ It reconciles every Application in the store:
   annotation, and the app is compared against the revision it already knows (no git),
   its status written before the mesh analysis of the whole store, whose verdict follows;
 - when the Application's spec or its AppProject changes.
-A reconcile runs in a worker thread (git, rendering and comparison block); each app is
-reconciled by one worker at a time, and one worker takes only urgent work (drift,
-webhooks, requests): it never waits behind a resync. Notifications are never awaited.
+A reconcile runs in a worker thread (git, rendering and comparison block), one per app at
+a time; one worker takes only urgent work (drift, webhooks, requests). Notifications are
+never awaited; heap.py keeps long-lived objects out of full collections.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
+from meshpilot.gitops.controller.heap import keep_heap_settled
 from meshpilot.gitops.controller.metrics import AppInfo, Metrics
 from meshpilot.gitops.controller.push import PushEvent, push_concerns
 from meshpilot.gitops.controller.queue import Level, WorkQueue
@@ -146,6 +147,7 @@ class Controller:
                 for i in range(max(self.settings.workers, 1))
             ),
             asyncio.create_task(self._work(urgent_only=True), name="reconcile-urgent"),
+            asyncio.create_task(keep_heap_settled(self.queue.urgent_running), name="heap"),
         ]
         self.ready.set()
         try:
@@ -316,7 +318,8 @@ class Controller:
                     # One resolution per repo per pass: one made after these apps were last
                     # reconciled is fresh enough (the first app of a pass asks git again).
                     since = due[0][0] - interval
-                    repos.expire(_urls(self.apps[k].app for _, k in due), before=since)
+                    urls = {s.repo_url for _, k in due for s in self.apps[k].app.spec.all_sources}
+                    repos.expire(urls, before=since)
                 for _, key in due:
                     self.apps[key].next_due = 0.0  # set again when the reconcile ends
                     self.queue.add(key, Level.LATEST, "resync", urgent=False)
@@ -394,7 +397,3 @@ class Controller:
 _REPORT_FIRST = frozenset(
     {"drift", "webhook", "resync", "self-heal", "start", "application added", "project changed"}
 )
-
-
-def _urls(apps: Iterable[Application]) -> set[str]:
-    return {s.repo_url for app in apps for s in app.spec.all_sources}

@@ -111,6 +111,9 @@ class WorkQueue:
         self._active.add(key)
         return item
 
+    def urgent_running(self) -> bool:
+        return bool(self._active_urgent or self._urgent)
+
     def _hold(self) -> float:
         """How much longer the next resync waits for running urgent work (0: none)."""
         if not self._active_urgent:
