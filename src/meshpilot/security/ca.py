@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from meshpilot.security.ca_material import ROOT_CERT, CaMaterial, load_cacerts, load_or_create
@@ -114,16 +115,10 @@ class CertificateAuthority:
         """Sign the CSR for `identity` (already proven by the caller); CsrError if the CSR is
         unusable, CsrIdentityError if its SANs ask for anything else."""
         csr = _load_csr(csr_pem)
-        requested = _check_requested_identity(csr, identity)
-        public_key = csr.public_key()
-        _check_key(public_key)
-        assert isinstance(public_key, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey))
+        _check_requested_identity(csr, identity)
         lifetime = self._lifetime(ttl)
-        # The CSR's own SAN value when it asks exactly for the identity (no rebuild).
-        sans = requested or x509.SubjectAlternativeName(
-            [x509.UniformResourceIdentifier(identity.uri)]
-        )
-        der = self._leaves.issue_der(public_key, sans, lifetime)
+        # The SAN is encoded from the proven identity, never copied from the CSR.
+        der = self._leaves.issue_workload_der(_public_key_der(csr), identity.uri, lifetime)
         chain = (pem_from_der(der), self._signing_pem, *self._chain_tail)
         return Issued(der, chain)
 
@@ -161,15 +156,13 @@ def _load_csr(csr_pem: str | bytes) -> x509.CertificateSigningRequest:
     return csr
 
 
-def _check_requested_identity(
-    csr: x509.CertificateSigningRequest, identity: SpiffeId
-) -> x509.SubjectAlternativeName | None:
-    """The CSR's SAN value if it asks for exactly `identity`, None if it asks for no names;
-    CsrIdentityError for anything else."""
+def _check_requested_identity(csr: x509.CertificateSigningRequest, identity: SpiffeId) -> None:
+    """Nothing if the CSR asks for exactly `identity` or for no names (the certificate
+    carries the proven identity); CsrIdentityError for anything else."""
     try:
         requested = csr.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except x509.ExtensionNotFound:
-        return None  # no SANs asked: the certificate carries the proven identity
+        return
     except ValueError as exc:
         raise CsrError(f"the CSR's extensions cannot be parsed: {exc}") from None
     names = list(requested)
@@ -178,7 +171,7 @@ def _check_requested_identity(
         and type(names[0]) is x509.UniformResourceIdentifier
         and names[0].value == identity.uri
     ):
-        return requested
+        return
     asked = [_describe(name) for name in names]
     raise CsrIdentityError(
         f"the CSR asks for {', '.join(asked) or 'no names'} but the caller proved "
@@ -194,6 +187,63 @@ def _describe(name: x509.GeneralName) -> str:
         x509.RFC822Name: "email",
     }
     return f"{kinds.get(type(name), type(name).__name__)}:{name.value}"
+
+
+# SubjectPublicKeyInfo forms taken as they come: (DER up to the key's value, its size,
+# what its first byte must be, the DER after it). ECDSA: id-ecPublicKey with the named
+# curve and an uncompressed point (0x04, x, y); RSA: a modulus of exactly 2048, 3072 or
+# 4096 bits (top bit set, so its one leading zero byte is the minimal encoding) and the
+# exponent 65537. Other forms are loaded and re-encoded by `cryptography`.
+_KNOWN_SPKI = (
+    (bytes.fromhex("3059301306072a8648ce3d020106082a8648ce3d030107034200"), 65, 4, 4, b""),
+    (bytes.fromhex("3076301006072a8648ce3d020106052b81040022036200"), 97, 4, 4, b""),
+    *(
+        (bytes.fromhex(head), bits // 8, 0x80, 0xFF, bytes.fromhex("0203010001"))
+        for head, bits in (
+            ("30820122300d06092a864886f70d01010105000382010f003082010a0282010100", 2048),
+            ("308201a2300d06092a864886f70d01010105000382018f003082018a0282018100", 3072),
+            ("30820222300d06092a864886f70d01010105000382020f003082020a0282020100", 4096),
+        )
+    ),
+)
+
+
+def _public_key_der(csr: x509.CertificateSigningRequest) -> bytes:
+    """The CSR's SubjectPublicKeyInfo, DER, once the key passes `_check_key`. A key in a
+    form of _KNOWN_SPKI (P-256, P-384, RSA 2048-4096) is taken as is from the CSR, whose
+    signature, checked with that very key (an EC point on its curve), proves it usable:
+    no key object is made for it. Any other form is loaded, checked and re-encoded."""
+    info = csr.tbs_certrequest_bytes  # SEQUENCE {version, subject, spki, [0] attributes}
+    start = _after_header(info, 0)
+    start = _tlv_end(info, _tlv_end(info, start))  # past version and subject
+    spki = info[start : _tlv_end(info, start)]
+    for prefix, size, low, high, suffix in _KNOWN_SPKI:
+        if (
+            len(spki) == len(prefix) + size + len(suffix)
+            and spki.startswith(prefix)
+            and low <= spki[len(prefix)] <= high
+            and spki.endswith(suffix)
+        ):
+            return spki
+    public_key = csr.public_key()
+    _check_key(public_key)
+    return public_key.public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+
+
+def _after_header(der: bytes, pos: int) -> int:
+    """Where the content of the DER value at `pos` starts (tag and length skipped)."""
+    size = der[pos + 1]
+    return pos + 2 + (size & 0x7F if size & 0x80 else 0)
+
+
+def _tlv_end(der: bytes, pos: int) -> int:
+    """Where the DER value at `pos` ends (valid DER: cryptography parsed it)."""
+    size, start = der[pos + 1], _after_header(der, pos)
+    if size & 0x80:
+        size = int.from_bytes(der[pos + 2 : start], "big")
+    return start + size
 
 
 def _check_key(public_key: object) -> None:

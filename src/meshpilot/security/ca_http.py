@@ -12,7 +12,8 @@ Envoy turns the HTTP/1.1 trailers back into HTTP/2 trailers (the cluster enables
 the caller sees the same status codes and messages as on 15012. Identity is proven here,
 by the token the caller sent; nothing Envoy adds is trusted for it (x-forwarded-for, the
 caller's address, only goes into refusal logs). One asyncio protocol per Envoy connection,
-parsing in place: no streams, no tasks per call.
+parsing in place: no streams, no tasks per call; the connections share a read buffer and
+their answers leave together at the end of a loop iteration (ServerIo).
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ from meshpilot.security.ca_api import (
 )
 from meshpilot.security.csr_service import CaRefusal, CsrService
 
-__all__ = ["CaHttpProtocol", "grpc_message"]
+__all__ = ["CaHttpProtocol", "ServerIo", "grpc_message"]
 
 log = logging.getLogger(__name__)
 
 MAX_HEAD = 64 * 1024
 MAX_BODY = 1024 * 1024  # a CSR request is about 1 KB
 _PATH = CREATE_CERTIFICATE.encode()
+_BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n"
 # gRPC status codes (grpc.StatusCode values are tuples; the wire wants the number).
 _INVALID_ARGUMENT, _UNIMPLEMENTED, _INTERNAL = 3, 12, 13
 
@@ -43,28 +45,65 @@ class _BadRequest(Exception):
     """The bytes are not an HTTP/1.1 request Envoy would send: the connection is closed."""
 
 
-class CaHttpProtocol(asyncio.Protocol):
+class ServerIo:
+    """What the connections of one server share: a read buffer and the answers waiting.
+
+    Reads land in one scratch buffer (asyncio's plain protocols receive into a fresh
+    256 KiB bytes object per read: ~15 us of allocation per request here). Answers are
+    held until the loop has read every request that arrived with them, then written
+    together: Envoy wakes once per batch instead of once per answer and sends the batch
+    to its callers in fewer TLS records and system calls (B7: CPU per certificate)."""
+
+    def __init__(self, scratch_size: int = 64 * 1024) -> None:
+        self.scratch = memoryview(bytearray(scratch_size))
+        self._pending: list[tuple[asyncio.Transport, bytes, bool]] = []
+
+    def put(self, transport: asyncio.Transport, answer: bytes, close: bool = False) -> None:
+        if not self._pending:
+            # Runs after the handlers of the events of this loop iteration.
+            asyncio.get_running_loop().call_soon(self.flush)
+        self._pending.append((transport, answer, close))
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, []
+        for transport, answer, close in pending:
+            if transport.is_closing():
+                continue  # Envoy went away: nobody to answer
+            transport.write(answer)
+            if close:
+                transport.close()
+
+
+class CaHttpProtocol(asyncio.BufferedProtocol):
     """One Envoy connection; requests are answered in order as they complete."""
 
-    def __init__(self, service: CsrService) -> None:
+    def __init__(self, service: CsrService, io: ServerIo | None = None) -> None:
         self._service = service
+        self._io = io or ServerIo()
         self._buffer = bytearray()
         self._transport: asyncio.Transport | None = None
+        self._refused = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
 
-    def data_received(self, data: bytes) -> None:
-        assert self._transport is not None
-        self._buffer += data
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._io.scratch  # copied out in buffer_updated, before the next read
+
+    def buffer_updated(self, nbytes: int) -> None:
+        transport = self._transport
+        assert transport is not None
+        if self._refused:
+            return  # a 400 is on its way: nothing more is read
+        self._buffer += self._io.scratch[:nbytes]
         try:
             while (request := _take_request(self._buffer)) is not None:
-                self._transport.write(self._answer(*request))
+                self._io.put(transport, self._answer(*request))
         except _BadRequest as exc:
             log.warning("CA port: closing a connection from the front Envoy: %s", exc)
-            self._transport.write(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n")
-            self._transport.close()
+            self._refused = True
+            self._io.put(transport, _BAD_REQUEST, close=True)
 
     def _answer(self, path: bytes, headers: dict[bytes, bytes], body: bytes) -> bytes:
         if path != _PATH:

@@ -34,7 +34,7 @@ from meshpilot.envoy.binary import envoy_binary
 from meshpilot.security.ca import ServingCredentials
 from meshpilot.security.ca_envoy import front_bootstrap
 from meshpilot.security.ca_envoy_process import FrontEnvoy
-from meshpilot.security.ca_http import CaHttpProtocol
+from meshpilot.security.ca_http import CaHttpProtocol, ServerIo
 from meshpilot.security.csr_service import CsrService
 
 __all__ = ["CaServer"]
@@ -64,7 +64,10 @@ class CaServer:
         self._dir = Path(tempfile.mkdtemp(prefix="meshpilot-ca-port-"))  # 0700
         try:
             upstream = str(self._dir / "ca.sock")
-            self._http = await loop.create_unix_server(lambda: CaHttpProtocol(self._csr), upstream)
+            io = ServerIo()  # shared by Envoy's connections: one read buffer, answers batched
+            self._http = await loop.create_unix_server(
+                lambda: CaHttpProtocol(self._csr, io), upstream
+            )
             Path(upstream).chmod(0o600)
             self.port = _check_free(host, port)  # Envoy would retry a taken port forever
             bootstrap = front_bootstrap(

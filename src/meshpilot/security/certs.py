@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, ExtensionOID, NameOID
 
-from meshpilot.security.leaf_template import LeafTemplate
+from meshpilot.security.leaf_template import LeafTemplate, uri_san_der
 
 __all__ = [
     "ORGANIZATION",
@@ -236,6 +236,22 @@ class LeafIssuer:
             return self._der.sign(public_key, sans, serial, not_before, not_after)
         cert = self._build(public_key, sans, serial, not_before, not_after, subject)
         return cert.public_bytes(serialization.Encoding.DER)
+
+    def issue_workload_der(self, public_key_der: bytes, uri: str, lifetime: dt.timedelta) -> bytes:
+        """A workload leaf (empty subject, the one URI SAN `uri`) for the key whose
+        SubjectPublicKeyInfo is `public_key_der`, DER: the CA's hot path, from the template
+        with no key or extension objects built; the builder if there is no template."""
+        if self._der is None:
+            public_key = serialization.load_der_public_key(public_key_der)
+            assert isinstance(public_key, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey))
+            san = x509.SubjectAlternativeName([x509.UniformResourceIdentifier(uri)])
+            return self.issue_der(public_key, san, lifetime)
+        now = utcnow().replace(microsecond=0)  # X.509 times have whole seconds
+        not_after = min(now + lifetime, self._not_after_cap)
+        serial = x509.random_serial_number()
+        return self._der.sign_der(
+            public_key_der, uri_san_der(uri), serial, now - BACKDATE, not_after
+        )
 
     def _build(
         self,

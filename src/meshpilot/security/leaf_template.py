@@ -14,7 +14,7 @@ the result parses back and verifies); otherwise None, and callers use the builde
 
 from __future__ import annotations
 
-import base64
+import binascii
 import datetime as dt
 from collections.abc import Callable, Sequence
 
@@ -23,7 +23,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
-__all__ = ["LeafTemplate", "der_length", "pem_from_der"]
+__all__ = ["LeafTemplate", "der_length", "pem_from_der", "uri_san_der"]
 
 PublicKey = ec.EllipticCurvePublicKey | rsa.RSAPublicKey
 PrivateKey = ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
@@ -38,6 +38,8 @@ _VERSION_3 = bytes.fromhex("a003020102")
 _EMPTY_NAME = b"\x30\x00"
 _OID_SAN = bytes.fromhex("0603551d11")
 _CRITICAL = b"\x01\x01\xff"
+_OID_SAN_CRITICAL = _OID_SAN + _CRITICAL
+_PROBE_URI = "spiffe://probe.local/ns/probe/sa/probe"
 _UTC_TIME_END = 2050  # RFC 5280 4.1.2.5: UTCTime through 2049, GeneralizedTime after
 
 
@@ -83,9 +85,17 @@ def _extension(oid_der: bytes, critical: bool, value_der: bytes) -> bytes:
 
 def pem_from_der(der: bytes) -> str:
     """The PEM text `cryptography` writes (64-column base64, trailing newline)."""
-    text = base64.b64encode(der).decode()
-    lines = [text[i : i + 64] for i in range(0, len(text), 64)]
-    return "-----BEGIN CERTIFICATE-----\n" + "\n".join(lines) + "\n-----END CERTIFICATE-----\n"
+    # 48 bytes are one 64-column line; b2a_base64 ends each with the newline.
+    lines = b"".join([binascii.b2a_base64(der[i : i + 48]) for i in range(0, len(der), 48)])
+    return "-----BEGIN CERTIFICATE-----\n" + lines.decode() + "-----END CERTIFICATE-----\n"
+
+
+def uri_san_der(uri: str) -> bytes:
+    """The SubjectAlternativeName value holding one URI, DER: what the builder encodes for
+    `SubjectAlternativeName([UniformResourceIdentifier(uri)])` (proven in `_matches`)."""
+    name = uri.encode("ascii")
+    general_name = b"\x86" + der_length(len(name)) + name  # [6] IMPLICIT IA5String
+    return b"\x30" + der_length(len(general_name)) + general_name
 
 
 class LeafTemplate:
@@ -95,14 +105,15 @@ class LeafTemplate:
         self._key = issuer_key
         self._head = head  # after the serial: algorithm, issuer
         self._extensions = tail_extensions  # every extension before the SAN
+        self._validity = (dt.datetime.min, dt.datetime.min, b"")  # last one encoded
         if isinstance(issuer_key, ec.EllipticCurvePrivateKey):
             self._algorithm = _ECDSA_SHA256
-            self._sign: Callable[[bytes], bytes] = lambda tbs: issuer_key.sign(
-                tbs, ec.ECDSA(hashes.SHA256())
-            )
+            ecdsa = ec.ECDSA(hashes.SHA256())  # made once: ~1 us per certificate
+            self._sign: Callable[[bytes], bytes] = lambda tbs: issuer_key.sign(tbs, ecdsa)
         else:
             self._algorithm = _RSA_SHA256
-            self._sign = lambda tbs: issuer_key.sign(tbs, padding.PKCS1v15(), hashes.SHA256())
+            pkcs1, sha256 = padding.PKCS1v15(), hashes.SHA256()
+            self._sign = lambda tbs: issuer_key.sign(tbs, pkcs1, sha256)
 
     @classmethod
     def build(
@@ -135,19 +146,44 @@ class LeafTemplate:
         not_before: dt.datetime,
         not_after: dt.datetime,
     ) -> bytes:
-        validity = _tlv(0x30, _time(not_before) + _time(not_after))
-        san = _extension(_OID_SAN, True, san_der)
-        extensions = _tlv(0xA3, _tlv(0x30, self._extensions + san))
-        body = (
-            _VERSION_3
-            + _integer(serial)
-            + self._head
-            + validity
-            + _EMPTY_NAME
-            + public_key_der
-            + extensions
+        """The TBSCertificate: the fixed pieces around the four values of this leaf."""
+        last_before, last_after, validity = self._validity
+        if last_before != not_before or last_after != not_after:
+            # A mesh's cold start asks many certificates per second: encoded once a second.
+            validity = _tlv(0x30, _time(not_before) + _time(not_after))
+            self._validity = (not_before, not_after, validity)
+        san = _OID_SAN_CRITICAL + b"\x04" + der_length(len(san_der)) + san_der
+        extensions = self._extensions + b"\x30" + der_length(len(san)) + san
+        extensions = b"\x30" + der_length(len(extensions)) + extensions
+        body = b"".join(
+            (
+                _VERSION_3,
+                _integer(serial),
+                self._head,
+                validity,
+                _EMPTY_NAME,
+                public_key_der,
+                b"\xa3",
+                der_length(len(extensions)),
+                extensions,
+            )
         )
-        return _tlv(0x30, body)
+        return b"\x30" + der_length(len(body)) + body
+
+    def sign_der(
+        self,
+        public_key_der: bytes,
+        san_der: bytes,
+        serial: int,
+        not_before: dt.datetime,
+        not_after: dt.datetime,
+    ) -> bytes:
+        """The signed certificate, DER, from the SubjectPublicKeyInfo and SAN value as DER."""
+        tbs = self.tbs(public_key_der, san_der, serial, not_before, not_after)
+        signature = self._sign(tbs)
+        tail = b"\x03" + der_length(len(signature) + 1) + b"\x00" + signature
+        body_size = len(tbs) + len(self._algorithm) + len(tail)
+        return b"".join((b"\x30", der_length(body_size), tbs, self._algorithm, tail))
 
     def sign(
         self,
@@ -161,15 +197,11 @@ class LeafTemplate:
         spki = public_key.public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )
-        tbs = self.tbs(spki, sans.public_bytes(), serial, not_before, not_after)
-        signature = _tlv(0x03, b"\x00" + self._sign(tbs))
-        return _tlv(0x30, tbs + self._algorithm + signature)
+        return self.sign_der(spki, sans.public_bytes(), serial, not_before, not_after)
 
     def _matches(self, builder: Builder) -> bool:
         probe = ec.generate_private_key(ec.SECP256R1()).public_key()
-        sans = x509.SubjectAlternativeName(
-            [x509.UniformResourceIdentifier("spiffe://probe.local/ns/probe/sa/probe")]
-        )
+        sans = x509.SubjectAlternativeName([x509.UniformResourceIdentifier(_PROBE_URI)])
         start = dt.datetime(2025, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
         serial = 0x80 << 150  # high bit set: exercises the INTEGER's leading zero
         expected = builder(probe, sans, serial, start, start + dt.timedelta(hours=24))
@@ -177,6 +209,8 @@ class LeafTemplate:
             self.sign(probe, sans, serial, start, start + dt.timedelta(hours=24))
         )
         if ours.tbs_certificate_bytes != expected.tbs_certificate_bytes:
+            return False
+        if uri_san_der(_PROBE_URI) != sans.public_bytes():
             return False
         try:
             ours.verify_directly_issued_by(_issuer_of(expected, self._key))

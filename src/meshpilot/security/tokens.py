@@ -77,6 +77,8 @@ class TokenAuthority:
         if len(key) < _KEY_BYTES:
             raise ValueError(f"token signing key too short ({len(key)} bytes, want {_KEY_BYTES})")
         self._key = key
+        # Keyed once: each check copies it instead of deriving the HMAC pads again.
+        self._keyed = hmac.new(key, digestmod=hashlib.sha256)
 
     def __repr__(self) -> str:  # never the key
         return "TokenAuthority(key=[redacted])"
@@ -146,7 +148,9 @@ class TokenAuthority:
             raise TokenError("the token's claims are malformed") from None
 
     def _mac(self, signing_input: str) -> bytes:
-        return hmac.new(self._key, signing_input.encode(), hashlib.sha256).digest()
+        mac = self._keyed.copy()
+        mac.update(signing_input.encode())
+        return mac.digest()
 
 
 _HEADER_B64 = _b64(_json(_HEADER))
