@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import time
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -253,8 +254,9 @@ class Connection:
     events: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     # Delta only: per type, the version of every resource the client has (by name).
     known: dict[str, dict[str, str]] = field(default_factory=dict)
-    # Delta only: per type and nonce, the names sent, forgotten again if NACKed.
-    in_flight: dict[str, tuple[str, frozenset[str]]] = field(default_factory=dict)
+    # Delta only: per type, the nonce and resources (xds/resources.py) of the last response
+    # until it is ACKed or NACKed (then they are forgotten, so that they are sent again).
+    in_flight: dict[str, tuple[str, Sequence[Any]]] = field(default_factory=dict)
     # What Envoy will ask for next (type, names), generated ahead while it applies a response.
     dependents: list[tuple[str, frozenset[str]]] = field(default_factory=list)
     # Bytes of large responses sent and not yet answered by a request (see SendBudget).

@@ -6,6 +6,14 @@ resource the client has. A response carries the resources whose version differs 
 subscribed to and that do not exist). A NACKed response's resources are forgotten, so the
 next push sends them again.
 
+Per stream as cheap as SotW (B3: 1000 streams): streams of one proxy class are mostly in the
+same state, so that state (`Versions`, never changed once made) is shared, and the step
+from it to the next one (what to send, what to remove, the state after) is worked out once
+per push for all of them (`_step`); the response bytes are assembled on the wire and shared
+too (xds/resources.py `delta_response`). A stream whose state becomes its own (a NACK, an
+unsubscription, a reconnect naming what it has) gets a plain dict, changed in place. An ACK
+that names only its nonce is recorded without touching the subscription (`plain_delta_ack`).
+
 Warming: a cluster that changed is re-created by Envoy and waits for its endpoints, so a
 CDS response makes the next EDS response resend those clusters' assignments; a first CDS
 request is followed by all assignments (Istio's forceEDSPush, envoyproxy/envoy#33607).
@@ -14,69 +22,139 @@ request is followed by all assignments (Istio's forceEDSPush, envoyproxy/envoy#3
 from __future__ import annotations
 
 import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from envoy.service.discovery.v3 import discovery_pb2
 
 from meshpilot.model.push_context import PushContext
-from meshpilot.xds.connection import SHORT_TYPE, Connection
+from meshpilot.xds.connection import SHORT_TYPE, Connection, WatchedResource
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.protocol import Action, should_respond_delta
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.push_request import PushRequest, push_plan
-from meshpilot.xds.resources import CONTROL_PLANE, generate_resources, new_nonce, requested_names
+from meshpilot.xds.resources import (
+    Resource,
+    delta_response,
+    generate_resources,
+    requested_names,
+)
 from meshpilot.xds.sotw import record_decision
 
-__all__ = ["on_delta_request", "push_delta_responses"]
+__all__ = [
+    "Versions",
+    "accept_delta_request",
+    "on_delta_request",
+    "plain_delta_ack",
+    "push_delta_responses",
+]
 
 
 _ABSENT = ""  # the version of a subscribed name the client was told does not exist
 
 
+class Versions(dict[str, str]):
+    """The versions of the resources of one type a client has, by name, shared by the
+    streams in the same state and never changed once made: a stream moves to another one
+    (`_step`), or, when its state becomes its own (a NACK, an unsubscription, a reconnect
+    naming what it has), to a plain dict that is changed in place."""
+
+    __slots__ = ("__weakref__",)
+
+
+_NOTHING = Versions()  # a stream that has nothing of a type yet
+_STEPS = "xds.delta_steps"
+_FORGET = "xds.delta_forget"
+
+
 def on_delta_request(
     conn: Connection, request: discovery_pb2.DeltaDiscoveryRequest, metrics: Metrics
-) -> list[discovery_pb2.DeltaDiscoveryResponse]:
+) -> list[bytes]:
+    answer = accept_delta_request(conn, request, metrics)
+    return [] if answer is None else answer()
+
+
+def accept_delta_request(
+    conn: Connection, request: discovery_pb2.DeltaDiscoveryRequest, metrics: Metrics
+) -> Callable[[], list[bytes]] | None:
+    """Record a request (ACK or NACK, subscription changes); returns what builds its answer,
+    or None when it is owed none. The stream loop calls that once it has a turn of the send
+    budget and no longer holds the request: a subscription to 4000 assignments is ~300 kB
+    as a message, and hundreds of streams wait for a turn during an initial sync (B3)."""
     type_url = request.type_url
-    decision = should_respond_delta(conn.watch(type_url), request)
+    watched = conn.watch(type_url)
+    if plain_delta_ack(watched, request):
+        assert watched is not None
+        conn.watched[type_url] = replace(
+            watched,
+            nonce_acked=request.response_nonce,
+            version_acked=watched.version_sent,
+            last_error="",
+            acked_at=time.time(),
+        )
+        conn.in_flight.pop(type_url, None)  # (only a NACK of it needs what was sent)
+        return None
+    decision = should_respond_delta(watched, request)
     record_decision(type_url, decision.action, metrics)
-    if decision.action is Action.NACK:
-        _forget_in_flight(conn, type_url, request.response_nonce)
+    sent = conn.in_flight.get(type_url)
+    if sent is not None and sent[0] == request.response_nonce:
+        del conn.in_flight[type_url]  # answered: ACKed, or NACKed and forgotten here
+        if decision.action is Action.NACK:
+            _forget(conn, conn.push, type_url, sent[1])
     if decision.action is Action.INIT:
-        conn.known[type_url] = dict(request.initial_resource_versions)
-    known = conn.known.get(type_url, {})
-    for name in request.resource_names_unsubscribe:
-        known.pop(name, None)
+        initial = request.initial_resource_versions
+        conn.known[type_url] = dict(initial) if initial else _NOTHING
+    if request.resource_names_unsubscribe:
+        known = _own(conn, type_url)
+        for name in request.resource_names_unsubscribe:
+            known.pop(name, None)
     conn.set_watch(type_url, decision.watched)
     conn.mark_always_respond(decision.warm)
     if not decision.respond or type_url not in SHORT_TYPE:
-        return []
-    out = _respond(conn, type_url, conn.push, metrics, always=True)
-    if type_url == TypeUrl.CLUSTER and decision.action is Action.INIT:
-        conn.known.pop(TypeUrl.ENDPOINT, None)
-        out += _respond(conn, TypeUrl.ENDPOINT, conn.push, metrics, always=True)
-    return out
+        return None
+    first_cds = type_url == TypeUrl.CLUSTER and decision.action is Action.INIT
+
+    def answer() -> list[bytes]:
+        out = _respond(conn, type_url, conn.push, metrics, always=True)
+        if first_cds:
+            conn.known.pop(TypeUrl.ENDPOINT, None)
+            out += _respond(conn, TypeUrl.ENDPOINT, conn.push, metrics, always=True)
+        return out
+
+    return answer
 
 
-def push_delta_responses(
-    conn: Connection, req: PushRequest, metrics: Metrics
-) -> list[discovery_pb2.DeltaDiscoveryResponse]:
+def plain_delta_ack(
+    watched: WatchedResource | None, request: discovery_pb2.DeltaDiscoveryRequest
+) -> bool:
+    """An ACK of the last response that changes no subscription and is owed no answer: the
+    ACK/NACK rules would only record it. Recorded without them, the watched names stay the
+    very same set, never copied or compared (B3: an EDS subscription of 4000 names, a
+    thousand ACKs per endpoint push, each copying and hashing it five times)."""
+    return (
+        watched is not None
+        and not watched.always_respond
+        and request.response_nonce != ""
+        and request.response_nonce == watched.nonce_sent
+        and not request.resource_names_subscribe
+        and not request.resource_names_unsubscribe
+        and not request.initial_resource_versions
+        and not request.HasField("error_detail")
+    )
+
+
+def push_delta_responses(conn: Connection, req: PushRequest, metrics: Metrics) -> list[bytes]:
     """The types the change can affect for this proxy (only the changed services'
     assignments for an EDS-only push); conn.push is still the previous push."""
     assert req.push is not None
     eds = conn.watched.get(TypeUrl.ENDPOINT)
     eds_names = None if eds is None or eds.wildcard else eds.names
-    out: list[discovery_pb2.DeltaDiscoveryResponse] = []
+    out: list[bytes] = []
     for type_url, names in push_plan(conn.push, req, conn.proxy, conn.watched, eds_names):
         if names is None or names:
             out += _respond(conn, type_url, req.push, metrics, always=False, only=names)
     return out
-
-
-def _forget_in_flight(conn: Connection, type_url: str, nonce: str) -> None:
-    sent = conn.in_flight.get(type_url)
-    if sent and sent[0] == nonce:
-        known = conn.known.get(type_url, {})
-        for name in sent[1]:
-            known.pop(name, None)
 
 
 def _respond(
@@ -86,7 +164,7 @@ def _respond(
     metrics: Metrics,
     always: bool,
     only: frozenset[str] | None = None,
-) -> list[discovery_pb2.DeltaDiscoveryResponse]:
+) -> list[bytes]:
     """The response for one type (limited to the names `only`, when given), or nothing when
     nothing changed (and none is owed)."""
     watched = conn.watched.get(type_url)
@@ -95,7 +173,37 @@ def _respond(
     started = time.perf_counter()
     wanted = requested_names(watched) if only is None else only
     resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
-    known = conn.known.setdefault(type_url, {})
+    known = conn.known.get(type_url, _NOTHING)
+    if isinstance(known, Versions):
+        changed, removed, after = _step(push, type_url, known, resources, watched, only)
+    else:
+        changed, removed = _diff(known, resources, watched, only)
+        after = None
+    if not (changed or removed or always):
+        return []
+    nonce, response = delta_response(push, type_url, changed, removed, watched.nonce_sent)
+    if after is not None:
+        conn.known[type_url] = after
+    else:
+        _apply(known, changed, removed, watched)
+    conn.in_flight[type_url] = (nonce, changed)
+    conn.record_sent(type_url, push.version, nonce)
+    if type_url == TypeUrl.CLUSTER and changed:
+        _forget(conn, push, TypeUrl.ENDPOINT, changed)  # re-created clusters warm on EDS
+    short = SHORT_TYPE[type_url]
+    metrics.pushes.inc(short)
+    metrics.push_time.observe(time.perf_counter() - started, short)
+    return [response]
+
+
+def _diff(
+    known: Mapping[str, str],
+    resources: Sequence[Resource],
+    watched: WatchedResource,
+    only: frozenset[str] | None,
+) -> tuple[list[Resource], list[str]]:
+    """The resources whose version the client does not have, and the names to remove: those
+    it has that are no longer generated, and subscribed ones that do not exist."""
     changed = [r for r in resources if known.get(r.name) != r.version]
     generated = {r.name for r in resources}
     scope = known.keys() if only is None else only & known.keys()
@@ -103,30 +211,89 @@ def _respond(
     if not watched.wildcard:
         names = watched.names if only is None else only & watched.names
         gone |= {n for n in names if n not in known and n not in generated}
-    removed = sorted(gone)
-    if not (changed or removed or always):
-        return []
-    nonce = new_nonce()
-    response = discovery_pb2.DeltaDiscoveryResponse(
-        system_version_info=push.version, type_url=type_url, nonce=nonce
-    )
-    response.control_plane.identifier = CONTROL_PLANE
+    return changed, sorted(gone)
+
+
+def _apply(
+    known: dict[str, str], changed: Sequence[Resource], removed: Sequence[str], w: WatchedResource
+) -> None:
     for r in changed:
-        response.resources.add(name=r.name, version=r.version, resource=r.packed(type_url))
         known[r.name] = r.version
-    response.removed_resources.extend(removed)
     for name in removed:
-        if not watched.wildcard and name in watched.names:
+        if not w.wildcard and name in w.names:
             known[name] = _ABSENT  # told once that a subscribed name does not exist
         else:
             known.pop(name, None)
-    conn.in_flight[type_url] = (nonce, frozenset(r.name for r in changed))
-    conn.record_sent(type_url, push.version, nonce)
-    if type_url == TypeUrl.CLUSTER:
-        eds_known = conn.known.get(TypeUrl.ENDPOINT, {})
-        for r in changed:
-            eds_known.pop(r.name, None)  # re-created clusters warm on their assignment
-    short = SHORT_TYPE[type_url]
-    metrics.pushes.inc(short)
-    metrics.push_time.observe(time.perf_counter() - started, short)
-    return [response]
+
+
+def _step(
+    push: PushContext,
+    type_url: str,
+    known: Versions,
+    resources: list[Resource],
+    watched: WatchedResource,
+    only: frozenset[str] | None,
+) -> tuple[list[Resource], list[str], Versions]:
+    """`_diff` and `_apply` for a stream in a shared state, done once per push for all the
+    streams in that state with the same resources and subscription (a proxy class: the
+    initial sync's 4000 assignments, an endpoint push's one) and shared by them: no
+    per-stream dict of thousands of versions, no per-stream diff. The source state is held
+    weakly (a state left by every stream is freed), and checked by identity."""
+    memo = push.memo.setdefault(_STEPS, {})
+    assert isinstance(memo, dict)
+    ids = tuple(map(id, resources))
+    names = watched.names  # large subscriptions are one shared set per class (connection.py)
+    key = (type_url, id(known), hash(ids), names if len(names) < 64 else id(names), only)
+    found = memo.get(key)
+    if (
+        found is None
+        or found[0]() is not known
+        or not (found[1] is names or (len(names) < 64 and found[1] == names))
+        or found[2] != watched.wildcard
+        or tuple(map(id, found[3])) != ids
+    ):
+        changed, removed = _diff(known, resources, watched, only)
+        if len(changed) == len(resources):
+            changed = resources  # all of them (a first answer): one list kept, not two
+        after = known
+        if changed or removed:
+            after = Versions(known)
+            _apply(after, changed, removed, watched)
+        found = (weakref.ref(known), names, watched.wildcard, resources, changed, removed, after)
+        memo[key] = found
+    return found[4], found[5], found[6]
+
+
+def _own(conn: Connection, type_url: str) -> dict[str, str]:
+    """The stream's own, changeable copy of its versions of a type."""
+    known = conn.known.get(type_url)
+    if known is None or isinstance(known, Versions):
+        known = conn.known[type_url] = dict(known or {})
+    return known
+
+
+def _forget(
+    conn: Connection, push: PushContext, type_url: str, resources: Sequence[Resource]
+) -> None:
+    """The client no longer has these resources at their version (they were NACKed, or
+    their clusters are re-created and warm on their assignments): the next response of
+    the type sends them. Shared states move to a shared state, once per push."""
+    known = conn.known.get(type_url)
+    if not known:
+        return
+    if not isinstance(known, Versions):
+        for r in resources:
+            known.pop(r.name, None)
+        return
+    memo = push.memo.setdefault(_FORGET, {})
+    assert isinstance(memo, dict)
+    key = (type_url, id(known), id(resources))
+    found = memo.get(key)
+    if found is None or found[0]() is not known or found[1] is not resources:
+        after = known
+        if any(r.name in known for r in resources):
+            after = Versions(known)
+            for r in resources:
+                after.pop(r.name, None)
+        found = memo[key] = (weakref.ref(known), resources, after)
+    conn.known[type_url] = found[2]

@@ -196,6 +196,7 @@ async def send_responses(
     wire: bool,
     hold: Callable[[int], None] | None = None,
     admitted: bool = False,
+    parse: Callable[[bytes], Any] = discovery_pb2.DiscoveryResponse.FromString,
 ) -> AsyncIterator[Any]:
     """Hand one stream's responses over one at a time, each dropped here once gRPC has taken
     it: with `wire`, as `Outgoing` bytes, large ones within `budget`; else as messages. Once
@@ -210,7 +211,7 @@ async def send_responses(
             response = responses.pop()
             if not wire:
                 if isinstance(response, bytes):
-                    response = discovery_pb2.DiscoveryResponse.FromString(response)
+                    response = parse(response)  # (wire bytes of either variant)
                 yield response
                 continue
             if not isinstance(response, bytes):

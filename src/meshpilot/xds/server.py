@@ -303,22 +303,25 @@ class DiscoveryServer:
 
     def _connect(self, conn: Connection) -> None:
         self.connections[conn.id] = conn
-        self._count_clients()
+        self._count_clients(conn, 1)
         log.info(
             "ADS: %s connected (%s, %s)", conn.id, "delta" if conn.delta else "sotw", conn.peer
         )
 
     def _disconnect(self, conn: Connection) -> None:
-        self.connections.pop(conn.id, None)
+        if self.connections.pop(conn.id, None) is not None:
+            self._count_clients(conn, -1)
         self.queue.remove(conn)
         while not conn.events.empty():
             event = conn.events.get_nowait()
             if isinstance(event, PushEvent):
                 resolve(event.done)
-        self._count_clients()
         log.info("ADS: %s disconnected", conn.id)
 
-    def _count_clients(self) -> None:
-        self.metrics.xds_clients.values.clear()
-        for conn in self.connections.values():
-            self.metrics.xds_clients.inc(conn.proxy.istio_version)
+    def _count_clients(self, conn: Connection, change: int) -> None:
+        """pilot_xds by version, counted as streams come and go (a recount per connect was
+        a million increments while a thousand proxies connected)."""
+        gauge, version = self.metrics.xds_clients, conn.proxy.istio_version
+        gauge.inc(version, amount=change)
+        if gauge.get(version) <= 0:
+            del gauge.values[(version,)]

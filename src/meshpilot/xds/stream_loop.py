@@ -6,7 +6,9 @@ so per-connection state needs no locks. The first request is answered, then ever
 are built only once the stream has a turn of the send budget (xds/grpc_service.py); a push
 or request answered by one small response (an EDS push is a few hundred bytes) is handed to
 gRPC directly, and a request answered by nothing (an ACK) sends nothing: no generator
-layer per event on the way (B3: a thousand streams per endpoint push).
+layer per event on the way (B3: a thousand streams per endpoint push). A Delta request is
+recorded before its stream waits for a turn, and not held meanwhile (xds/delta.py
+`accept_delta_request`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from envoy.service.discovery.v3 import discovery_pb2
+
 from meshpilot.xds import grpc_service
 from meshpilot.xds.connection import Connection, PushEvent, Subscription
-from meshpilot.xds.delta import on_delta_request, push_delta_responses
+from meshpilot.xds.delta import accept_delta_request, on_delta_request, push_delta_responses
 from meshpilot.xds.grpc_service import Outgoing, SendBudget, send_responses
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import proxy_for
@@ -29,6 +33,9 @@ from meshpilot.xds.resources import prewarm_step
 from meshpilot.xds.sotw import on_request, push_responses
 
 __all__ = ["StreamLoop", "resolve"]
+
+_SOTW_PARSE = discovery_pb2.DiscoveryResponse.FromString
+_DELTA_PARSE = discovery_pb2.DeltaDiscoveryResponse.FromString
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +73,16 @@ class StreamLoop:
                     resolve(event.done)
                 conn.dependents.clear()  # a push sends the dependent types itself
                 self.metrics.convergence.observe(time.monotonic() - event.request.start)
+            elif conn.delta:
+                self._record_ack(conn, event)
+                answer = accept_delta_request(conn, event, self.metrics)
+                event = None  # not held while waiting for a turn (xds/delta.py)
+                if answer is not None:
+                    reserve = await budget.turn() if wire else 0
+                    async for out in self._send(conn, answer(), wire, reserve):
+                        yield out
+                    del answer
+                _prewarm(conn)
             else:
                 self._record_ack(conn, event)
                 # An ACK answered by nothing waits for no turn (a thousand per endpoint push).
@@ -87,7 +104,8 @@ class StreamLoop:
                 return
         if responses:
             hold = conn.hold if wire else None
-            async for out in send_responses(self.budget, responses, wire, hold, wire):
+            parse = _DELTA_PARSE if conn.delta else _SOTW_PARSE  # (messages, without `wire`)
+            async for out in send_responses(self.budget, responses, wire, hold, wire, parse):
                 yield out
 
     def _push(self, conn: Connection, req: PushRequest) -> list[Any]:
