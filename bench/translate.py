@@ -12,6 +12,9 @@ Synthetic mesh (bench/synthetic_mesh.py): 1000 Services x 2 ports, 1000 VirtualS
   CDS cold per cluster (next to Istio's ~17.6 us/cluster), peak RSS, garbage collection
   inside each cold run and the load average (the machine may be shared).
 Targets (PERFORMANCE.md B1): cold <= 10x serialization, warm <= 1.5x.
+
+`--probe push|cold --services N` runs one cold generation for an instruction count under
+valgrind (see probe()): a measure the load of a shared machine does not move.
 """
 
 from __future__ import annotations
@@ -264,12 +267,41 @@ def markdown(r: dict[str, Any]) -> str:
     )
 
 
+def probe(stage: str, services: int) -> None:
+    """One cold generation (or only what precedes it) for an instruction count:
+
+        PYTHONHASHSEED=0 valgrind --tool=cachegrind --cache-sim=no \\
+            .venv/bin/python bench/translate.py --probe cold --services 300
+
+    minus the same with `--probe push` is the cold generation's instructions, a measure
+    other work on a shared machine does not move. A small mesh is generated first, so
+    one-time costs (imports, upb classes, caches) fall outside both."""
+    small = MeshShape(services=20, virtual_services=20, destination_rules=10)
+    warm = load_text(synthetic_mesh_yaml(small), "warm-up.yaml")
+    warm_push = build_push_context(warm.objects, warm.mesh)
+    generate_proxy_config(warm_push, _proxy(warm_push, PROXY_A))
+    shape = MeshShape(services=services, virtual_services=services, destination_rules=services // 2)
+    loaded = load_text(synthetic_mesh_yaml(shape), "synthetic.yaml")
+    push = build_push_context(loaded.objects, loaded.mesh)
+    settle_long_lived_objects()
+    proxy = _proxy(push, PROXY_A)
+    if stage == "cold":
+        generate_proxy_config(push, proxy)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--clock", choices=sorted(_CLOCKS), default="wall")
+    parser.add_argument(
+        "--probe", choices=("push", "cold"), help="one run for valgrind (see probe())"
+    )
+    parser.add_argument("--services", type=int, default=300, help="mesh size for --probe")
     args = parser.parse_args()
+    if args.probe:
+        probe(args.probe, args.services)
+        return
     global _clock
     _clock = _CLOCKS[args.clock]
     result = run(args.repeat)

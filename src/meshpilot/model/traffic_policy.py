@@ -16,8 +16,8 @@ _FIELDS = ("load_balancer", "connection_pool", "outlier_detection", "tls")
 def _port_level(policy: TrafficPolicy | None, port: int) -> TrafficPolicy | None:
     """Istio's GetPortLevelTrafficPolicy: a matching portLevelSettings entry replaces the
     policy's fields it sets (lb, pool, outlier, tls); unset fields keep the top level."""
-    if policy is None:
-        return None
+    if policy is None or not policy.port_level_settings:
+        return policy  # the usual case: no generator to find nothing
     match: PortTrafficPolicy | None = next(
         (p for p in policy.port_level_settings if p.port and p.port.number == port), None
     )

@@ -112,11 +112,14 @@ class DestinationRuleIndex:
     def _best(
         self, ns: str, proxy_namespace: str, proxy_labels: Mapping[str, str], hostname: str
     ) -> BoundDestinationRule | None:
+        exact = self.exact.get(ns)
+        matching: Sequence[BoundDestinationRule] = exact.get(hostname, ()) if exact else ()
+        wildcard = self.wildcard.get(ns)
+        if wildcard:
+            matching = [*matching, *(dr for dr in wildcard if host_matches(dr.host, hostname))]
+        if not matching:
+            return None  # most namespaces hold no rule for most hosts: no lists built
         candidates = []
-        matching = [
-            *self.exact.get(ns, {}).get(hostname, ()),
-            *(dr for dr in self.wildcard.get(ns, ()) if host_matches(dr.host, hostname)),
-        ]
         for dr in matching:
             if not visible_to(
                 dr.obj.model.spec.export_to, dr.namespace, proxy_namespace, self.default_export_to
@@ -129,8 +132,8 @@ class DestinationRuleIndex:
             ):
                 continue
             candidates.append(dr)
-        if not candidates:
-            return None
+        if len(candidates) < 2:
+            return candidates[0] if candidates else None
         # Workload-specific rules before namespace-wide ones, then host specificity.
         candidates.sort(
             key=lambda d: (d.obj.model.spec.workload_selector is None, host_specificity(d.host))

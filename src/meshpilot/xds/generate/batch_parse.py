@@ -18,13 +18,14 @@ from typing import Protocol, TypeVar
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
 
-from meshpilot.xds.wire import length_delimited
+from meshpilot.xds.wire import tag, varint
 
 __all__ = ["parse_many"]
 
 M = TypeVar("M", bound=message.Message)
 
 _ITEMS = 1  # Batch.items
+_ITEMS_TAG = tag(_ITEMS)
 _PACKAGE = "meshpilot.internal.batch"
 
 
@@ -39,7 +40,15 @@ def parse_many(cls: type[M], bodies: Sequence[bytes]) -> list[M]:
     if len(bodies) < 2:
         return [cls.FromString(b) for b in bodies]
     batch: _Batch = _batch_class(cls.DESCRIPTOR.full_name, cls.DESCRIPTOR.file.name)()
-    batch.MergeFromString(b"".join([length_delimited(_ITEMS, b) for b in bodies]))
+    # Headers and bodies joined once: framing each body first would copy it twice.
+    parts: list[bytes] = []
+    for body in bodies:
+        n = len(body)
+        parts.append(
+            _ITEMS_TAG + (bytes((n & 0x7F | 0x80, n >> 7)) if 0x80 <= n < 0x4000 else varint(n))
+        )
+        parts.append(body)
+    batch.MergeFromString(b"".join(parts))
     items: list[M] = list(batch.items)
     return items
 

@@ -5,10 +5,13 @@ filters the port's groups, the port's own assignment takes them as they are. Eac
 LbEndpoint is the serialized part its workload's replicas share (health, weight, Istio's
 metadata) followed by the replica's address; the per-push memos live on one `_Encoder`
 so that the loop over thousands of endpoints reads attributes, not `push.memo` entries.
+A port's groups are one flat `_PortGroups` (its endpoints in group order, and where each
+group ends): what the memo keeps alive is a few objects per port, not several per locality.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -23,7 +26,7 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Endpoint, Locality, Service
 from meshpilot.registry.workloads import workload_metadata
 from meshpilot.xds.generate.struct_bytes import metadata, string_value, struct
-from meshpilot.xds.wire import field_number, length_delimited, varint
+from meshpilot.xds.wire import field_number, length_delimited, tag, varint
 
 __all__ = ["TLS_MATCH_KEY", "assignment_endpoints", "group_bytes"]
 
@@ -37,24 +40,25 @@ def group_bytes(
     """Serialized LocalityLbEndpoints of a service port, filtered by subset labels."""
     groups = _encoder(push).groups(svc, port)
     if not subset_labels:
-        return [g.serialized for g in groups]
+        return list(groups.serialized)
     out = []
     wanted = list(subset_labels.items())
-    for g in groups:
+    eps, start = groups.endpoints, 0
+    for i, end in enumerate(groups.ends):
         if len(wanted) == 1:  # the usual subset (`version: v1`): no generator per endpoint
             k, v = wanted[0]
-            members = [i for i, ep in enumerate(g.endpoints) if ep.labels.get(k) == v]
+            members = [j for j in range(start, end) if eps[j].labels.get(k) == v]
         else:
             members = [
-                i
-                for i, ep in enumerate(g.endpoints)
-                if all(ep.labels.get(k) == v for k, v in wanted)
+                j for j in range(start, end) if all(eps[j].labels.get(k) == v for k, v in wanted)
             ]
-        if len(members) == len(g.endpoints):
-            out.append(g.serialized)
+        if len(members) == end - start:
+            out.append(groups.serialized[i])
         elif members:
-            eps = [g.endpoints[i] for i in members]
-            out.append(_serialize_group(g.locality, eps, [g.lb_endpoints[i] for i in members]))
+            lbs = [groups.lb_endpoints[j] for j in members]
+            weight = sum(eps[j].weight for j in members)
+            out.append(_serialize_group(groups.localities[i], lbs, weight))
+        start = end
     return out
 
 
@@ -65,28 +69,22 @@ def assignment_endpoints(
     labels (a port's own assignment) framed once per push."""
     if subset_labels:
         return b"".join(
-            length_delimited(_CLA_ENDPOINTS, g) for g in group_bytes(push, svc, port, subset_labels)
+            _frame(_CLA_ENDPOINTS_TAG, g) for g in group_bytes(push, svc, port, subset_labels)
         )
-    encoder = _encoder(push)
-    key = (svc.hostname, svc.namespace, port)
-    found = encoder.framed.get(key)
-    if found is None:
-        found = encoder.framed[key] = b"".join(
-            length_delimited(_CLA_ENDPOINTS, g) for g in group_bytes(push, svc, port, None)
-        )
-    return found
+    return _encoder(push).groups(svc, port).framed
 
 
 @dataclass(slots=True)
-class _Group:
-    """One locality's endpoints of a service port, serialized each and all together."""
+class _PortGroups:
+    """A service port's healthy endpoints by locality: group i is the endpoints (and
+    serialized LbEndpoints) from `ends[i - 1]` (0 for the first) up to `ends[i]`."""
 
-    # The lists the encoder built, kept as they are (never changed): copies into tuples
-    # were thousands more objects per push.
-    endpoints: Sequence[Endpoint]
-    locality: bytes  # serialized envoy.config.core.v3.Locality, empty for none
+    endpoints: Sequence[Endpoint]  # in group order
     lb_endpoints: Sequence[bytes]  # serialized LbEndpoint per endpoint
-    serialized: bytes  # the LocalityLbEndpoints of all of them
+    ends: Sequence[int]
+    localities: Sequence[bytes]  # serialized envoy.config.core.v3.Locality, empty for none
+    serialized: Sequence[bytes]  # each group's LocalityLbEndpoints
+    framed: bytes  # all groups as ClusterLoadAssignment.endpoints fields
 
 
 def _encoder(push: PushContext) -> _Encoder:
@@ -110,8 +108,8 @@ class _Encoder:
         "_locality_names",
         "_no_peer_authn",
         "_peer_authn",
+        "_ports",
         "_shared",
-        "framed",
     )
 
     def __init__(
@@ -120,15 +118,15 @@ class _Encoder:
         self._peer_authn = index
         self._no_peer_authn = index.empty  # read per endpoint
         self._endpoints = endpoints
-        self.framed: dict[tuple[str, str, int], bytes] = {}  # assignment_endpoints
-        self._groups: dict[tuple[str, str, int], list[_Group]] = {}
+        self._groups: dict[tuple[str, str, int], _PortGroups] = {}
         self._localities: dict[tuple[str, str, str], bytes] = {}
         self._locality_names: dict[tuple[str, str, str], str] = {}  # str(Locality), for sorting
         self._shared: dict[tuple[str, str, int], bytes] = {}  # by (workload, tlsMode, weight)
         self._by_pod: dict[str, bytes] = {}  # _shared_part
         self._labels: list[Mapping[str, str]] = []  # keeps _by_pod's ids unique
+        self._ports: dict[int, bytes] = {}  # SocketAddress.port_value fields
 
-    def groups(self, svc: Service, port: int) -> list[_Group]:
+    def groups(self, svc: Service, port: int) -> _PortGroups:
         """A service port's healthy endpoints by locality, shared by the port's default
         assignment (as is) and its subsets (filtered)."""
         key = (svc.hostname, svc.namespace, port)
@@ -137,24 +135,42 @@ class _Encoder:
             return found
         # Keyed by the locality's fields: a plain tuple hashes in C, the dataclass in Python.
         by_locality: dict[tuple[str, str, str], list[Endpoint]] = {}
-        for ep in self._endpoints(svc, port):
+        names = self._locality_names
+        registered = self._endpoints(svc, port)
+        for ep in registered:
             if ep.healthy:
                 loc = ep.locality
                 where = (loc.region, loc.zone, loc.subzone)
                 members = by_locality.get(where)
                 if members is None:
                     by_locality[where] = [ep]
+                    if where not in names:
+                        names[where] = str(loc)
                 else:
                     members.append(ep)
-        found = self._groups[key] = []
-        names = self._locality_names
-        for where, eps in sorted(
-            by_locality.items(),
-            key=lambda kv: names.get(kv[0]) or names.setdefault(kv[0], str(kv[1][0].locality)),
-        ):
-            encoded = self._locality(where, eps[0].locality)
-            lbs = [self._lb_endpoint(ep) for ep in eps]
-            found.append(_Group(eps, encoded, lbs, _serialize_group(encoded, eps, lbs)))
+        order = sorted(by_locality, key=names.__getitem__) if len(by_locality) > 1 else by_locality
+        ordered: list[Endpoint] = []
+        ends, localities = [], []
+        for where in order:
+            ordered += by_locality[where]
+            ends.append(len(ordered))
+            localities.append(self._locality(where, by_locality[where][0].locality))
+        endpoints: Sequence[Endpoint] = ordered
+        if len(ordered) == len(registered) and all(map(operator.is_, ordered, registered)):
+            endpoints = registered  # already in group order: keep no list of our own
+        # A tuple of bytes: the collector stops tracking it, a list it walks every time.
+        lbs = tuple([self._lb_endpoint(ep) for ep in endpoints])
+        serialized, start = [], 0
+        for locality, end in zip(localities, ends, strict=True):
+            weight = 0
+            for ep in endpoints[start:end]:
+                weight += ep.weight
+            serialized.append(_serialize_group(locality, lbs[start:end], weight))
+            start = end
+        framed = b"".join([_frame(_CLA_ENDPOINTS_TAG, g) for g in serialized])
+        found = self._groups[key] = _PortGroups(
+            endpoints, lbs, tuple(ends), tuple(localities), tuple(serialized), framed
+        )
         return found
 
     def _locality(self, where: tuple[str, str, str], locality: Locality) -> bytes:
@@ -170,31 +186,35 @@ class _Encoder:
         return found
 
     def _lb_endpoint(self, ep: Endpoint) -> bytes:
-        """A serialized LbEndpoint: the shared part, then this replica's address."""
-        prefix = self._shared_part(ep)
-        socket = (
-            length_delimited(_SOCKET_ADDRESS, ep.address.encode()) + _PORT_TAG + varint(ep.port)
-        )
+        """A serialized LbEndpoint: the shared part, then this replica's address (its three
+        enclosing headers from one table when the address is short, as addresses are)."""
+        if self._no_peer_authn:
+            # A pod serving several ports gets the shared part once: without
+            # PeerAuthentications it depends on the pod's labels object, workload,
+            # namespace, tlsMode and weight alone (a string key: no tuple per endpoint for
+            # the garbage collector; the labels are kept, so their id stays unique).
+            key = f"{id(ep.labels)}/{ep.workload_name}/{ep.namespace}/{ep.tls_mode}/{ep.weight}"
+            prefix = self._by_pod.get(key)
+            if prefix is None:
+                prefix = self._by_pod[key] = self._shared_part_of(ep)
+                self._labels.append(ep.labels)
+        else:
+            prefix = self._shared_part_of(ep)
+        port = self._ports.get(ep.port)
+        if port is None:
+            port = self._ports[ep.port] = _PORT_TAG + varint(ep.port)
+        address = ep.address.encode()
+        if len(address) < 0x80:
+            socket = _SOCKET_ADDRESS_TAG + _ONE_BYTE[len(address)] + address + port
+            if len(socket) < len(_ADDRESS_HEADS):
+                return prefix + _ADDRESS_HEADS[len(socket)] + socket
+        socket = length_delimited(_SOCKET_ADDRESS, address) + port
         return prefix + length_delimited(
             _LB_ENDPOINT, length_delimited(_ENDPOINT_ADDRESS, length_delimited(_SOCKET, socket))
         )
 
-    def _shared_part(self, ep: Endpoint) -> bytes:
-        """Health, weight and Istio's metadata (`istio.workload`, tlsMode), serialized. A
-        pod serving several ports gets it once: without PeerAuthentications it depends on
-        the pod's labels object, workload, namespace, tlsMode and weight alone (a string key:
-        no tuple per endpoint for the garbage collector; the labels are kept, so their id
-        stays unique)."""
-        if not self._no_peer_authn:
-            return self._shared_part_of(ep)
-        key = f"{id(ep.labels)}/{ep.workload_name}/{ep.namespace}/{ep.tls_mode}/{ep.weight}"
-        found = self._by_pod.get(key)
-        if found is None:
-            found = self._by_pod[key] = self._shared_part_of(ep)
-            self._labels.append(ep.labels)
-        return found
-
     def _shared_part_of(self, ep: Endpoint) -> bytes:
+        """Health, weight and Istio's metadata (`istio.workload`, tlsMode), serialized."""
         workload = (
             workload_metadata(ep.workload_name, ep.namespace, ep.labels) if ep.workload_name else ""
         )
@@ -230,18 +250,26 @@ def _tls_mode_entry(tls_mode: str) -> bytes:
     return metadata([(TLS_MATCH_KEY, struct([("tlsMode", string_value(tls_mode))]))])
 
 
-def _serialize_group(locality: bytes, eps: Sequence[Endpoint], lbs: Sequence[bytes]) -> bytes:
-    parts = [length_delimited(_GROUP_LOCALITY, locality)] if locality else []
-    parts.extend(length_delimited(_GROUP_LB_ENDPOINTS, lb) for lb in lbs)
-    weight = sum(ep.weight for ep in eps)
-    parts.append(length_delimited(_GROUP_WEIGHT, _UINT32_VALUE + varint(weight)))
+def _frame(field_tag: bytes, payload: bytes) -> bytes:
+    """wire.length_delimited with the tag already encoded (thousands per push)."""
+    n = len(payload)
+    return field_tag + (_ONE_BYTE[n] if n < 0x80 else varint(n)) + payload
+
+
+def _serialize_group(locality: bytes, lbs: Sequence[bytes], weight: int) -> bytes:
+    parts = [_frame(_GROUP_LOCALITY_TAG, locality)] if locality else []
+    parts += [_frame(_GROUP_LB_ENDPOINTS_TAG, lb) for lb in lbs]
+    parts.append(_frame(_GROUP_WEIGHT_TAG, _UINT32_VALUE + varint(weight)))
     return b"".join(parts)
 
 
-_CLA_ENDPOINTS = field_number(endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR, "endpoints")
-_GROUP_LOCALITY = field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "locality")
-_GROUP_LB_ENDPOINTS = field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "lb_endpoints")
-_GROUP_WEIGHT = field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "load_balancing_weight")
+_ONE_BYTE = tuple(varint(n) for n in range(0x80))
+_CLA_ENDPOINTS_TAG = tag(field_number(endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR, "endpoints"))
+_GROUP_LOCALITY_TAG = tag(field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "locality"))
+_GROUP_LB_ENDPOINTS_TAG = tag(field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "lb_endpoints"))
+_GROUP_WEIGHT_TAG = tag(
+    field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "load_balancing_weight")
+)
 _UINT32_VALUE = b"\x08"  # google.protobuf.UInt32Value.value: field 1, varint
 _LB_ENDPOINT = field_number(ec_pb2.LbEndpoint.DESCRIPTOR, "endpoint")
 _LB_METADATA = field_number(ec_pb2.LbEndpoint.DESCRIPTOR, "metadata")
@@ -253,5 +281,20 @@ _HEALTHY = bytes(
 _ENDPOINT_ADDRESS = field_number(ec_pb2.Endpoint.DESCRIPTOR, "address")
 _SOCKET = field_number(address_pb2.Address.DESCRIPTOR, "socket_address")
 _SOCKET_ADDRESS = field_number(address_pb2.SocketAddress.DESCRIPTOR, "address")
+_SOCKET_ADDRESS_TAG = tag(_SOCKET_ADDRESS)
 # port_value is a varint field: tag = number << 3 | 0
 _PORT_TAG = varint(field_number(address_pb2.SocketAddress.DESCRIPTOR, "port_value") << 3)
+
+
+def _address_head(n: int) -> bytes:
+    """The LbEndpoint.endpoint, Endpoint.address and Address.socket_address headers
+    around a serialized SocketAddress of `n` bytes: what three length_delimited calls
+    would write, as one precomputed piece (each tag is one byte)."""
+    socket_head = tag(_SOCKET) + varint(n)
+    address_head = tag(_ENDPOINT_ADDRESS) + varint(n + len(socket_head))
+    inner = n + len(socket_head) + len(address_head)
+    return tag(_LB_ENDPOINT) + varint(inner) + address_head + socket_head
+
+
+# Up to the size where every header length still takes one byte.
+_ADDRESS_HEADS = tuple(_address_head(n) for n in range(0x7C))

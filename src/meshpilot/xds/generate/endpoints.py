@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, cast
 
 from envoy.config.endpoint.v3 import endpoint_components_pb2 as ec_pb2
@@ -31,7 +31,7 @@ def generate_endpoints(
     """One assignment per requested outbound cluster name whose service uses EDS. Proxies of
     one class share the assignments (built once per push)."""
     # Imported here: endpoint_locality -> clusters -> clusters.outbound -> this module.
-    from meshpilot.xds.generate.endpoint_locality import localize
+    from meshpilot.xds.generate.endpoint_locality import locality_plan, localize
 
     proxy_class = push.proxy_class(proxy)
     # The shared assignments and which of them locality LB rewrites depend on the class
@@ -48,7 +48,9 @@ def generate_endpoints(
         resolved: dict[str, _Resolved] = {}  # a service's clusters: one lookup
         wanted = sorted(names or ())
         missing = [n for n in wanted if n not in memo]
-        bodies = [_assignment(push, proxy, scope, n, resolved, plans) for n in missing]
+        bodies = [
+            _assignment(push, proxy, scope, n, resolved, plans, locality_plan) for n in missing
+        ]
         built = [n for n, b in zip(missing, bodies, strict=True) if b is not None]
         parsed = parse_many(endpoint_pb2.ClusterLoadAssignment, [b for b in bodies if b])
         memo.update(dict.fromkeys(missing, _NONE))
@@ -80,6 +82,9 @@ _NONE = endpoint_pb2.ClusterLoadAssignment()  # marks names with no assignment
 # labels of the rule's subsets by name (the first of a name, as Istio reads them) and
 # whether locality LB may apply (_may_localize).
 _Resolved = tuple[Service, BoundDestinationRule | None, dict[str, Mapping[str, str]], bool] | None
+_PlanOf = Callable[
+    [PushContext, Service, int, str, BoundDestinationRule | None], "LocalityPlan | None"
+]
 
 
 def _assignment(
@@ -89,12 +94,12 @@ def _assignment(
     name: str,
     resolved: dict[str, _Resolved],
     plans: dict[str, LocalityPlan],
+    locality_plan: _PlanOf,
 ) -> bytes | None:
     """The serialized shared assignment of cluster `name` (or None); records in `plans` how locality
     LB rewrites it per proxy, if it does. (Plain messages in the memo: thousands of small
-    wrapper objects cost more in garbage collection than they saved.)"""
-    from meshpilot.xds.generate.endpoint_locality import locality_plan
-
+    wrapper objects cost more in garbage collection than they saved.) `locality_plan` is
+    endpoint_locality's, passed in: imported here it was an import statement per name."""
     parsed = parse_cluster_name(name)
     if parsed is None or parsed[0] != "outbound":
         return None

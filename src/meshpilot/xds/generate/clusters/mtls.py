@@ -38,7 +38,7 @@ from meshpilot.xds.generate.clusters.encoded import match_entries, socket_matche
 from meshpilot.xds.generate.sds_config import agent_sds
 from meshpilot.xds.names import SDS_DEFAULT, SDS_ROOTCA
 from meshpilot.xds.protos import Filters
-from meshpilot.xds.wire import field_number, length_delimited
+from meshpilot.xds.wire import field_number, length_delimited, tag, varint
 
 __all__ = [
     "ALPN_IN_MESH_H2_WITH_MXC",
@@ -83,6 +83,8 @@ def expand_trust_domains(sans: Sequence[str], mesh: MeshConfig) -> list[str]:
     """Istio's ExpandWithTrustDomains: a SPIFFE identity is also accepted under every
     trust domain alias."""
     out = list(dict.fromkeys(sans))
+    if not mesh.trust_domain_aliases:
+        return out  # the usual mesh: nothing to add
     for san in sans:
         prefix = f"spiffe://{mesh.trust_domain}/"
         if san.startswith(prefix):
@@ -202,11 +204,18 @@ def mutual_context_bytes(sans: Sequence[str], http2: bool) -> bytes:
 
 
 def _sni_bytes(sni: str) -> bytes:
-    return length_delimited(_SNI_FIELD, sni.encode()) if sni else b""
+    if not sni:
+        return b""
+    encoded = sni.encode()
+    if len(encoded) < 0x80:  # SNI names are short: no generic call per cluster
+        return _SNI_TAG + _ONE_BYTE[len(encoded)] + encoded
+    return length_delimited(_SNI_FIELD, encoded)
 
 
 _UPSTREAM_TLS_URL = "type.googleapis.com/" + tls_pb2.UpstreamTlsContext.DESCRIPTOR.full_name
 _SNI_FIELD = field_number(tls_pb2.UpstreamTlsContext.DESCRIPTOR, "sni")
+_SNI_TAG = tag(_SNI_FIELD)
+_ONE_BYTE = tuple(varint(n) for n in range(0x80))
 
 
 def _matches_template() -> cluster_pb2.Cluster:

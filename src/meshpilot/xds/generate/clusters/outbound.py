@@ -20,6 +20,7 @@ from envoy.extensions.network.dns_resolver.cares.v3 import cares_dns_resolver_pb
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as hpo_pb2
 
 from meshpilot.config.istio.destination_rule import TrafficPolicy
+from meshpilot.config.istio.peer_authentication import MtlsMode
 from meshpilot.model.indexes.destination_rules import BoundDestinationRule
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
@@ -40,7 +41,7 @@ from meshpilot.xds.generate.clusters.mtls import (
     auto_mtls_matches,
     istio_mutual_socket,
     push_trust_domains,
-    uses_auto_mtls,
+    service_mtls_mode,
 )
 from meshpilot.xds.generate.clusters.tls import upstream_tls_socket
 from meshpilot.xds.generate.clusters.traffic_policy import apply_traffic_policy
@@ -74,12 +75,12 @@ def build_outbound_clusters(
     for svc in services:
         rule = push.destination_rule(proxy, svc)
         subsets = rule.obj.model.spec.subsets if rule else []
-        contexts: dict[bool, bytes] = {}  # the service's auto-mTLS context, by HTTP/2
+        parts = _ServiceParts(push, svc, rule, sniff)
         for port in svc.ports:
             if port.protocol is Protocol.UDP:
                 continue
             for subset, labels in (("", None), *((s.name, s.labels) for s in subsets)):
-                _encode(push, svc, port, subset, rule, labels, sniff, pending, contexts)
+                _encode(push, svc, port, subset, rule, labels, parts, pending)
     clusters = parse_many(cluster_pb2.Cluster, pending.bodies)
     for i, (name, sds) in enumerate(zip(pending.eds_names, pending.sds, strict=True)):
         cluster = clusters[i]
@@ -109,6 +110,49 @@ class _Pending:
     ] = field(default_factory=dict)
 
 
+class _ServiceParts:
+    """What a service's clusters share, worked out once per service: its `istio` metadata
+    Struct, whether auto mTLS may reach it, its auto-mTLS contexts, and the template of
+    the policy its previous cluster had (consecutive clusters mostly share one)."""
+
+    __slots__ = (
+        "_kind",
+        "_last",
+        "_metadata",
+        "_push",
+        "_sniff",
+        "_struct",
+        "contexts",
+        "mtls_mode",
+    )
+
+    def __init__(
+        self, push: PushContext, svc: Service, rule: BoundDestinationRule | None, sniff: bool
+    ) -> None:
+        self._push, self._sniff = push, sniff
+        self._kind = _TYPE[svc.resolution]
+        self._struct = _metadata_struct(push, svc, rule)
+        self._metadata: dict[str, bytes] = {}  # by subset: the same on every port
+        self.mtls_mode = service_mtls_mode(push, svc, None)
+        self.contexts: dict[bool, bytes] = {}  # the auto-mTLS context, by HTTP/2
+        # (protocol, policy, template) of the last cluster built.
+        self._last: tuple[Protocol, TrafficPolicy | None, _Template] | None = None
+
+    def metadata(self, subset: str) -> bytes:
+        found = self._metadata.get(subset)
+        if found is None:
+            found = self._metadata[subset] = metadata_field(self._struct, subset)
+        return found
+
+    def template(self, protocol: Protocol, policy: TrafficPolicy | None) -> _Template:
+        last = self._last
+        if last is not None and last[0] is protocol and last[1] is policy:
+            return last[2]
+        found = _template(self._push, self._kind, protocol, self._sniff, policy)
+        self._last = (protocol, policy, found)
+        return found
+
+
 def _encode(
     push: PushContext,
     svc: Service,
@@ -116,21 +160,19 @@ def _encode(
     subset: str,
     rule: BoundDestinationRule | None,
     subset_labels: Mapping[str, str] | None,
-    sniff: bool,
+    parts: _ServiceParts,
     pending: _Pending,
-    contexts: dict[bool, bytes],
 ) -> None:
-    name = outbound_cluster(port.port, subset, svc.hostname)
-    policy = push_traffic_policy(push, rule, port.port, subset)
-    template = _template(push, _TYPE[svc.resolution], port.protocol, sniff, policy)
+    policy = push_traffic_policy(push, rule, port.port, subset) if rule is not None else None
+    template = parts.template(port.protocol, policy)
     assignment = None
     if template.dns:
         assignment = locality_endpoints(push, svc, port.port, subset_labels)
         if not assignment:
             return  # Istio drops DNS clusters without endpoints
-    tail = identity_fields(name, template.eds) + _metadata(push, svc, rule, subset)
-    sni = sni_name(port.port, subset, svc.hostname)
-    tls = _tls(push, svc, sni, policy, template, contexts)
+    name = outbound_cluster(port.port, subset, svc.hostname)
+    tail = identity_fields(name, template.eds) + parts.metadata(subset)
+    tls = _tls(push, svc, port.port, subset, policy, template, parts)
     if isinstance(tls, bytes):
         tail += tls
     socket = tls if isinstance(tls, base_pb2.TransportSocket) else None
@@ -145,26 +187,40 @@ def _encode(
 def _tls(
     push: PushContext,
     svc: Service,
-    sni: str,
+    port: int,
+    subset: str,
     policy: TrafficPolicy | None,
     template: _Template,
-    contexts: dict[bool, bytes],
+    parts: _ServiceParts,
 ) -> bytes | base_pb2.TransportSocket | None:
     """DestinationRule TLS (a transport socket), else automatic mTLS (serialized socket
     matches, from the service's `contexts`), else nothing: see mtls.py for the table."""
     tls = policy.tls if policy else None
     if tls is not None and tls.mode == "ISTIO_MUTUAL":
         sans = tls.subject_alt_names or push_trust_domains(push, svc.service_accounts)
-        return istio_mutual_socket(push, tls.sni or sni, sans, template.http2)
+        sni = tls.sni or sni_name(port, subset, svc.hostname)
+        return istio_mutual_socket(push, sni, sans, template.http2)
     if tls is not None:
-        return upstream_tls_socket(tls, sni, svc.service_accounts, template.http2)
-    if template.original_dst or not uses_auto_mtls(push, svc, policy, tls):
+        return upstream_tls_socket(
+            tls, sni_name(port, subset, svc.hostname), svc.service_accounts, template.http2
+        )
+    if template.original_dst or not _auto_mtls(push, parts.mtls_mode, policy):
         return None
-    context = contexts.get(template.http2)
+    context = parts.contexts.get(template.http2)
     if context is None:
         accounts = push_trust_domains(push, svc.service_accounts)
-        context = contexts[template.http2] = auto_mtls_context(push, accounts, template.http2)
-    return auto_mtls_matches(context, sni)
+        context = auto_mtls_context(push, accounts, template.http2)
+        parts.contexts[template.http2] = context
+    return auto_mtls_matches(context, sni_name(port, subset, svc.hostname))
+
+
+def _auto_mtls(push: PushContext, mode: MtlsMode | None, policy: TrafficPolicy | None) -> bool:
+    """uses_auto_mtls (no DestinationRule TLS here) from the service's mode without a
+    policy (service_mtls_mode): only a PASSTHROUGH load balancer changes it."""
+    if not push.mesh.enable_auto_mtls or mode is None or mode is MtlsMode.DISABLE:
+        return False
+    lb = policy.load_balancer if policy else None
+    return lb is None or lb.simple != "PASSTHROUGH"
 
 
 def _sds_names(
@@ -253,22 +309,18 @@ def _policy_key(push: PushContext, policy: TrafficPolicy | None) -> str | None:
 _POLICY_KEYS = "clusters.policy_keys"
 
 
-def _metadata(
-    push: PushContext, svc: Service, rule: BoundDestinationRule | None, subset: str
-) -> bytes:
-    """The serialized `metadata` field of a service's clusters (`istio`: services,
-    DestinationRule provenance, subset): the same on every port, so built once per subset."""
+def _metadata_struct(push: PushContext, svc: Service, rule: BoundDestinationRule | None) -> bytes:
+    """The serialized `istio` Struct of a service's clusters (services, DestinationRule
+    provenance), without subset: the same for every proxy class, so once per push (one
+    string key per service: no key tuples for the garbage collector)."""
     memo = push.memo.setdefault(_METADATA, {})
     assert isinstance(memo, dict)
-    key = (svc.hostname, svc.namespace, rule.obj.key if rule else None)
-    found = memo.get((key, subset))
+    key = f"{svc.hostname}/{svc.namespace}/{rule.namespace + '/' + rule.obj.name if rule else ''}"
+    found = memo.get(key)
     if found is None:
-        struct = memo.get(key)
-        if struct is None:
-            struct = memo[key] = istio_metadata_struct(
-                [svc], (rule.namespace, rule.obj.name) if rule else None, external=svc.mesh_external
-            )
-        found = memo[(key, subset)] = metadata_field(struct, subset)
+        found = memo[key] = istio_metadata_struct(
+            [svc], (rule.namespace, rule.obj.name) if rule else None, external=svc.mesh_external
+        )
     assert isinstance(found, bytes)
     return found
 

@@ -21,7 +21,7 @@ from meshpilot.xds import names as xds_names
 from meshpilot.xds.cache import cache_for
 from meshpilot.xds.generate.mesh_virtual_services import mesh_virtual_services
 from meshpilot.xds.generate.routes.action import set_timeout
-from meshpilot.xds.generate.routes.aliases import visible_aliases
+from meshpilot.xds.generate.routes.aliases import aliases_by_target, visible_aliases
 from meshpilot.xds.generate.routes.assembly import (
     VirtualHostParts,
     route_configuration,
@@ -59,7 +59,10 @@ def _http_like(svc: Service, port: int) -> bool:
 
 
 def _has_port(svc: Service, port: int) -> bool:
-    return any(p.port == port for p in svc.ports)
+    for p in svc.ports:  # noqa: SIM110 (no generator: this runs per service and port)
+        if p.port == port:
+            return True
+    return False
 
 
 def _parse_name(name: str) -> tuple[int, str] | None:
@@ -254,7 +257,7 @@ def _virtual_hosts(builder: _Builder, entry: _EntryMesh, port: int) -> list[Virt
     push, proxy, scope, memo = builder.push, builder.proxy, builder.scope, builder.routes
     mesh_vs, owners = entry.virtual_services, entry.owners
     services = {s.hostname: s for s in entry.view.services if _has_port(s, port)}
-    service_ports = {h: (port,) for h in services}  # Istio trims services to this port
+    service_ports = dict.fromkeys(services, (port,))  # Istio trims services to this port
     if port != NON_SERVICE_HOSTS_PORT:
         mesh_vs = [vs for vs in mesh_vs if _selects(vs, services)]
     groups = []
@@ -271,10 +274,11 @@ def _virtual_hosts(builder: _Builder, entry: _EntryMesh, port: int) -> list[Virt
         for host, svc in sorted(services.items())
         if host not in claimed and _http_like(svc, port)
     ]
+    targets = aliases_by_target(push)  # most services have no alias: no call for them
     aliases = {
         host: found
         for host, svc in services.items()
-        if (found := visible_aliases(push, svc, entry.view.imported))
+        if host in targets and (found := visible_aliases(push, svc, entry.view.imported))
     }
     return build_virtual_hosts(groups, port, proxy.dns_domain, aliases, builder.domains)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from meshpilot.registry.model import Resolution, Service
 from meshpilot.xds import names
-from meshpilot.xds.generate.routes.assembly import VirtualHostParts
+from meshpilot.xds.generate.routes.assembly import VirtualHostParts, domains_bytes
 
 __all__ = [
     "DomainsMemo",
@@ -21,7 +21,9 @@ __all__ = [
 UNSPECIFIED_IP = "0.0.0.0"
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen (never changed once made): a frozen dataclass's __init__ sets each field
+# through object.__setattr__, 3-4x the cost, and thousands are made per push.
+@dataclass(slots=True)
 class VirtualHostGroup:
     """Routes shared by some services (and VirtualService hosts that name no service), as
     serialized `VirtualHost.routes` entries (routes/assembly.py)."""
@@ -100,19 +102,22 @@ class _DomainClaims:
 
     def claim(self, domains: list[str], alts: list[str]) -> list[str]:
         out = []
+        seen, known = self.seen, self.known_fqdns
         for d in domains:
-            if d.lower() in self.seen:
+            lowered = d.lower()
+            if lowered in seen:
                 continue
             # An expanded short name must not steal a real FQDN (foo.com vs foo.com.<suffix>).
-            if d in alts and d in self.known_fqdns:
+            if d in alts and d in known:
                 continue
             out.append(d)
-            self.seen.add(d.lower())
+            seen.add(lowered)
         return out
 
 
-# A service's (domains, alt hosts) by (hostname, namespace, aliases): the same on every port.
-DomainsMemo = dict[tuple[str, str, Sequence[str]], tuple[list[str], list[str]]]
+# A service's (domains, alt hosts, the domains serialized) by (hostname, namespace, aliases):
+# the same on every port.
+DomainsMemo = dict[tuple[str, str, Sequence[str]], tuple[list[str], list[str], bytes]]
 
 
 def build_virtual_hosts(
@@ -127,12 +132,10 @@ def build_virtual_hosts(
     `domains_memo`: service domains already worked out for this proxy (read, not changed)."""
     aliases = aliases or {}
     memo: DomainsMemo = {} if domains_memo is None else domains_memo
-    known = {
-        h
-        for g in groups
-        for s in g.services
-        for h in (s.hostname, names.vhost_name(s.hostname, port))
+    vhost_names = {
+        s.hostname: names.vhost_name(s.hostname, port) for g in groups for s in g.services
     }
+    known = {*vhost_names, *vhost_names.values()}
     claims = _DomainClaims(known)
     taken: set[str] = set()
     out = []
@@ -142,20 +145,24 @@ def build_virtual_hosts(
         entries: list[tuple[str, Service | None]] = [(h, None) for h in group.vs_hosts]
         entries += [(s.hostname, s) for s in group.services]
         for hostname, svc in entries:
-            name = names.vhost_name(hostname, port)
+            name = vhost_names.get(hostname) or names.vhost_name(hostname, port)
             if name in taken:
                 continue
             taken.add(name)
             alts: list[str]
+            encoded: bytes | None = None
             if svc is None:
                 domains, alts = [_ipv6_safe(hostname)], []
             else:
                 key = (hostname, svc.namespace, aliases.get(hostname, ()))
                 found = memo.get(key)
                 if found is None:
-                    found = memo[key] = service_domains(svc, proxy_domain, key[2])
-                domains, alts = found
-            domains = claims.claim(domains, alts)
-            if domains:
-                out.append(VirtualHostParts(name, tuple(domains), group.routes))
+                    domains, alts = service_domains(svc, proxy_domain, key[2])
+                    found = memo[key] = (domains, alts, domains_bytes(domains))
+                domains, alts, encoded = found
+            claimed = claims.claim(domains, alts)
+            if claimed:
+                # Usually every domain is kept: the bytes made for another port serve.
+                kept = encoded if len(claimed) == len(domains) else None
+                out.append(VirtualHostParts(name, tuple(claimed), group.routes, kept))
     return out
