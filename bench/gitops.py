@@ -7,7 +7,8 @@ World: a local git repo with N app directories (Service, DestinationRule, Virtua
 and ConfigMaps up to --objects each), a real DirectoryStore, N Applications (automated,
 prune, selfHeal,
 `manifest-generate-paths: .`), the controller in-process (self-heal timeout 0, resync 5 s).
-- drift: another store handle rewrites one app's VirtualService (an out-of-band `apply`);
+- drift: another process's store handle rewrites one app's VirtualService (an
+  out-of-band `apply`, bench/gitops_writer.py);
   timed from the store change event the controller receives to (a) the app's status
   written OutOfSync and (b) the VirtualService restored (self-heal complete);
 - idle: CPU seconds (ours + git children) per reconcile of all N unchanged apps;
@@ -44,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.gitops_fixtures import make_repo
 
 from bench.gitops_envoys import Fleet
+from bench.gitops_writer import StoreWriter
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.yaml_source import RawDocument
@@ -117,7 +119,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         files.update(files_for(i, 100, args.objects))
     repo = make_repo(tmp / "repo", files)
     store = DirectoryStore(tmp / "store", poll_interval=0.02)
-    other = DirectoryStore(tmp / "store")
+    other = StoreWriter(tmp / "store")
     renderer = Renderer(CachingRepoService(tmp / "cache"), RendererConfig(temp_dir=tmp))
     settings = ControllerSettings(app_resync=args.resync, self_heal_timeout=0.0)
     controller = Controller(store, renderer, settings)
@@ -135,6 +137,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await server.stop()
         controller.stop()
         await task
+        other.close()
         if fleet is not None:
             fleet.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -145,7 +148,7 @@ async def _run(
     tmp: Path,
     repo: Any,
     store: DirectoryStore,
-    other: DirectoryStore,
+    other: StoreWriter,
     renderer: Renderer,
     controller: Controller,
     port: int,
@@ -169,7 +172,7 @@ async def _run(
                 marks.setdefault(f"first:{key.kind}:{key.namespace}/{key.name}", now)
 
     store.subscribe(on_change)
-    other.apply(
+    await other.apply(
         [RawDocument("<bench>", i + 1, app(i, str(repo.path)), {}) for i in range(args.apps)]
     )
     head = repo.git("rev-parse", "HEAD")
@@ -193,7 +196,7 @@ async def _run(
         marks.pop(f"a{i}:OutOfSync:{head}", None)
         marks.pop(key, None)
         marks.pop(first, None)
-        other.apply([RawDocument("<drift>", 1, doc, {})])
+        await other.apply([RawDocument("<drift>", 1, doc, {})])
         await until_marked(marks, [key], f"the drift's change event of svc{i}")
         event_at = marks[first]
         await until_marked(marks, [f"a{i}:OutOfSync:{head}"], f"a{i} OutOfSync")

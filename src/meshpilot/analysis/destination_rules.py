@@ -9,9 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from meshpilot.analysis.findings import finding
-from meshpilot.analysis.lookup import endpoint_labels, selector_matches, selector_text
+from meshpilot.analysis.lookup import (
+    endpoint_labels,
+    selector_matches,
+    selector_text,
+    services_intersecting,
+)
 from meshpilot.config.diagnostics import Diagnostic, Severity
-from meshpilot.config.hosts import hosts_intersect, resolve_host
+from meshpilot.config.hosts import resolve_host
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.push_context import PushContext
@@ -24,7 +29,7 @@ def check_destination_rules(push: PushContext) -> Iterator[Diagnostic]:
     for dr in push.of_kind(Kind.DESTINATION_RULE):
         spec = dr.model.spec
         host = resolve_host(spec.host, dr.namespace, push.domain_suffix)
-        services = [s for s in push.registry.services if hosts_intersect(s.hostname, host)]
+        services = services_intersecting(push, host)
         if not services:
             yield finding(
                 dr,

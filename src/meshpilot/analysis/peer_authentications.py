@@ -15,8 +15,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 from meshpilot.analysis.findings import finding
+from meshpilot.analysis.lookup import services_intersecting
 from meshpilot.config.diagnostics import Diagnostic, Severity
-from meshpilot.config.hosts import hosts_intersect, resolve_host
+from meshpilot.config.hosts import resolve_host
 from meshpilot.config.istio.peer_authentication import MtlsMode, PeerAuthentication
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
@@ -72,8 +73,8 @@ def _plaintext_to_strict(push: PushContext) -> Iterator[Diagnostic]:
         if tls is None or tls.mode != "DISABLE":
             continue
         host = resolve_host(spec.host, dr.namespace, push.domain_suffix)
-        for svc in push.registry.services:
-            if svc.mesh_external or not hosts_intersect(svc.hostname, host):
+        for svc in services_intersecting(push, host):
+            if svc.mesh_external:
                 continue
             if index.service_mode(svc.namespace) is MtlsMode.STRICT:
                 yield finding(

@@ -31,6 +31,7 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.gitops.controller.heap import keep_heap_settled
 from meshpilot.gitops.controller.metrics import AppInfo, Metrics
+from meshpilot.gitops.controller.owners import OwnerIndex, apps_tracked_as
 from meshpilot.gitops.controller.push import PushEvent, push_concerns
 from meshpilot.gitops.controller.queue import Level, WorkQueue
 from meshpilot.gitops.controller.reconcile import Reconciler, ReconcileResult
@@ -42,7 +43,7 @@ from meshpilot.gitops.diff.tracking import TRACKING_ANNOTATION, parse_tracking_i
 from meshpilot.gitops.model import Application
 from meshpilot.gitops.notify.delivery import Notifier
 from meshpilot.gitops.projects import CONTROL_NAMESPACE
-from meshpilot.gitops.refresh import RefreshDeps, tracking_name
+from meshpilot.gitops.refresh import RefreshDeps
 from meshpilot.gitops.render import Renderer
 from meshpilot.gitops.repo.urls import normalize_url
 from meshpilot.gitops.source import ChartDetector
@@ -117,7 +118,7 @@ class Controller:
         self.metrics = Metrics()
         self.queue = WorkQueue()
         self.apps: dict[ConfigKey, _AppRecord] = {}
-        self._owners: dict[ConfigKey, set[ConfigKey]] = {}  # resource → apps
+        self._owners = OwnerIndex()  # resource → apps
         self._waiters: dict[ConfigKey, list[_Waiter]] = {}
         self._started: dict[ConfigKey, float] = {}
         self._listeners: list[Callable[[ReconcileResult], None]] = []
@@ -247,14 +248,18 @@ class Controller:
                     self.queue.add(app_key, Level.RECENT, "drift")
 
     def _owners_of(self, key: ConfigKey) -> set[ConfigKey]:
-        owners = set(self._owners.get(key, ()))
+        owners = self._owners.of(key)
         manifest = self.view.manifest(key)
         annotations = ((manifest or {}).get("metadata") or {}).get("annotations") or {}
         parsed = parse_tracking_id(str(annotations.get(TRACKING_ANNOTATION) or ""))
         if parsed is not None:
             ns = self.settings.control_namespace
-            owners.update(k for k, r in self.apps.items() if tracking_name(r.app, ns) == parsed.app)
+            owners.update(apps_tracked_as(parsed.app, ns, self._app_of))
         return owners
+
+    def _app_of(self, key: ConfigKey) -> Application | None:
+        record = self.apps.get(key)
+        return record.app if record is not None else None
 
     def _app_changed(self, key: ConfigKey) -> None:
         obj = self.store.get(key)
@@ -280,12 +285,7 @@ class Controller:
     def _drop(self, key: ConfigKey) -> None:
         record = self.apps.pop(key)
         self.queue.forget(key)
-        for resource in record.owned:
-            owners = self._owners.get(resource)
-            if owners is not None:
-                owners.discard(key)
-                if not owners:
-                    del self._owners[resource]
+        self._owners.update(key, record.owned, frozenset())
 
     def _scan(self) -> None:
         for obj in self.store.snapshot().of_kind(Kind.APPLICATION):
@@ -358,7 +358,8 @@ class Controller:
             if record is not None:
                 self._drop(key)
         elif record is not None:
-            self._index(key, record, result.owned)
+            self._owners.update(key, record.owned, result.owned)
+            record.owned = result.owned
             record.last = result
             record.next_due = time.monotonic() + self.settings.app_resync
             self._due.push(record.next_due, key)
@@ -382,15 +383,6 @@ class Controller:
                 waiter.future.set_result(result)
         for listener in self._listeners:
             listener(result)
-
-    def _index(self, key: ConfigKey, record: _AppRecord, owned: frozenset[ConfigKey]) -> None:
-        for resource in record.owned - owned:
-            owners = self._owners.get(resource)
-            if owners is not None:
-                owners.discard(key)
-        for resource in owned:
-            self._owners.setdefault(resource, set()).add(key)
-        record.owned = owned
 
 
 # Status first, the analysis of the store's mesh in a follow-up; a refresh request waits.
