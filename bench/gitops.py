@@ -265,7 +265,8 @@ async def _run(
         per_commit = {k: round((v - counts0.get(k, 0)) / args.pushes, 2) for k, v in counts.items()}
         await asyncio.to_thread(fleet.stop)
 
-    all_apps = []
+    all_apps: list[float] = []
+    all_apps_cpu: list[float] = []
     for r in range(args.all_commits):
         changed = {f"apps/a{i}/vs.yaml": vs_file(i, 70 - r) for i in range(args.apps)}
         sha = repo.commit(changed)
@@ -274,11 +275,12 @@ async def _run(
                            "commits": [{"modified": sorted(changed)}]}).encode()  # fmt: skip
         request = urllib.request.Request(f"http://127.0.0.1:{port}/api/webhook", body,
                                          {"X-GitHub-Event": "push"}, method="POST")  # fmt: skip
-        start = time.monotonic()
+        start, c0 = time.monotonic(), cpu()
         await asyncio.to_thread(_post, request, 60)
         synced = [f"a{i}:Synced:{sha}" for i in range(args.apps)]
         await until_marked(marks, synced, f"every app Synced at {sha}", 600, 0.02)
         all_apps.append(max(marks[f"a{i}:Synced:{sha}"] for i in range(args.apps)) - start)
+        all_apps_cpu.append(cpu() - c0)
     loads["all_apps_commit"] = load()
 
     return {
@@ -299,6 +301,7 @@ async def _run(
         **_envoy_figures(envoys, pushed, baseline, args.envoys, args.envoy_debounce),
         **({"discovery_per_commit": per_commit} if fleet else {}),
         "all_apps_commit_to_all_synced_s": [round(x, 2) for x in all_apps],
+        "all_apps_commit_cpu_s": [round(x, 2) for x in all_apps_cpu],
         "load_average_1m_after_phase": loads,
     }
 

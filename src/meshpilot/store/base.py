@@ -33,6 +33,9 @@ class ChangeEvent:
     # journal): nothing more of the same change is on its way, so discovery need not wait
     # for the rest of a burst. Watched files are written one at a time: False.
     whole_writes: bool = False
+    # Keys whose stored state is this store handle's own latest write (a GitOps sync's
+    # echo: the controller compared and recorded it already, so it is not drift).
+    written_here: frozenset[ConfigKey] = frozenset()
 
 
 ChangeHandler = Callable[[ChangeEvent], None]

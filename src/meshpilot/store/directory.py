@@ -28,7 +28,6 @@ import logging
 import os
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.loader import load_documents
 from meshpilot.config.objects import ConfigObject
-from meshpilot.config.yaml_source import RawDocument, read_text
+from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
 from meshpilot.store.admission import refuse_unstorable
 from meshpilot.store.atomic import remove_files, replace_files
@@ -45,6 +44,7 @@ from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnap
 from meshpilot.store.inotify import Notifier
 from meshpilot.store.journal import Journal, JournalTail
 from meshpilot.store.matching import changed_keys, matching_documents, mesh_of, mesh_source
+from meshpilot.store.object_files import LoadedFiles, load_object_files, store_files
 from meshpilot.store.writes import (
     ApplyAction,
     ApplyResult,
@@ -64,16 +64,6 @@ Manifest = dict[str, Any]
 
 class StoreError(MeshpilotError):
     """The store directory cannot be used (not a store, unreadable, unwritable)."""
-
-
-@dataclass(slots=True)
-class _Loaded:
-    """Objects read from files, with their raw manifests."""
-
-    objects: dict[ConfigKey, ConfigObject[Any]] = field(default_factory=dict)
-    raw: dict[ConfigKey, Manifest] = field(default_factory=dict)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    mesh_changed: bool = False
 
 
 class DirectoryStore:
@@ -107,6 +97,7 @@ class DirectoryStore:
         # objects this handle wrote, by key: (version, manifest as written), used by the
         # next refresh instead of reading the file back when no later write replaced it
         self._own_writes: dict[ConfigKey, tuple[int, Manifest]] = {}
+        self._own_deletes: dict[ConfigKey, int] = {}  # key -> version of our delete
 
     # -- reading -------------------------------------------------------------------------
 
@@ -216,9 +207,16 @@ class DirectoryStore:
                 return results
             files = [(self._path(key), dump_manifest(m)) for key, m in changes]
             replace_files(files, durable=durable)
-            self.journal.append(version, [("put", key) for key, _ in changes], durable=durable)
-            for key, manifest in changes:  # what the files now hold: no need to parse them
+            # what the files now hold (no need to parse them), known before the journal
+            # names the version: a watching thread's refresh may read it at once
+            for key, manifest in changes:
                 self._own_writes[key] = (version, manifest)
+            try:
+                self.journal.append(version, [("put", key) for key, _ in changes], durable=durable)
+            except BaseException:
+                for key, _ in changes:
+                    self._own_writes.pop(key, None)
+                raise
         self.refresh()
         return results
 
@@ -232,7 +230,13 @@ class DirectoryStore:
                 return results
             version = self.journal.last_version() + 1
             remove_files([self._path(key) for key in present])
-            self.journal.append(version, [("del", key) for key in present])
+            self._own_deletes.update((key, version) for key in present)
+            try:
+                self.journal.append(version, [("del", key) for key in present])
+            except BaseException:
+                for key in present:
+                    self._own_deletes.pop(key, None)
+                raise
         self.refresh()
         return results
 
@@ -286,48 +290,16 @@ class DirectoryStore:
 
     def _load_files(
         self, keys: Sequence[ConfigKey] | None, known: Mapping[ConfigKey, Manifest] | None = None
-    ) -> _Loaded:
+    ) -> LoadedFiles:
         """Read the given keys' files (None: every file), through the loader; `known`
         manifests are what their files hold (this handle just wrote them)."""
-        out = _Loaded()
         known = known or {}
-        documents: list[RawDocument] = []
         if keys is None:
-            for path in self._all_files():
-                self._read_into(path, out, documents)
-        for key in keys or ():
-            if key in known:
-                documents.append(RawDocument(str(self._path(key)), 1, known[key], {}))
-            else:
-                self._read_into(self._path(key), out, documents)
-        result = load_documents(documents)
-        out.diagnostics.extend(result.diagnostics)
-        for obj, doc in zip(result.objects, matching_documents(documents, result), strict=True):
-            out.objects[obj.key] = obj
-            out.raw[obj.key] = doc.data
-        return out
-
-    def _read_into(self, path: Path, out: _Loaded, documents: list[RawDocument]) -> None:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            out.diagnostics.append(Diagnostic(str(path), 1, f"cannot read: {exc.strerror}"))
-            return
-        read = read_text(text, str(path))
-        out.diagnostics.extend(read.diagnostics)
-        documents.extend(read.documents)
-
-    def _all_files(self) -> Iterator[Path]:
-        kinds = (p for p in self.root.iterdir() if p.is_dir() and p.name not in self._skip_dirs)
-        for kind_dir in sorted(kinds):
-            for ns_dir in sorted(p for p in kind_dir.iterdir() if p.is_dir()):
-                yield from sorted(
-                    p
-                    for p in ns_dir.iterdir()
-                    if p.suffix == ".yaml" and not p.name.startswith(".")
-                )
+            return load_object_files(store_files(self.root, self._skip_dirs))
+        return load_object_files(
+            RawDocument(str(self._path(k)), 1, known[k], {}) if k in known else self._path(k)
+            for k in keys
+        )
 
     # -- snapshots -----------------------------------------------------------------------
 
@@ -339,6 +311,7 @@ class DirectoryStore:
         self._raw = loaded.raw
         self._unreadable = set()
         self._own_writes.clear()
+        self._own_deletes.clear()
         return self._publish(loaded.objects, loaded.diagnostics, version, changed, tail)
 
     def _commit_entries(self, tail: JournalTail) -> ChangeEvent | None:
@@ -346,10 +319,13 @@ class DirectoryStore:
         latest = {e.key: e.version for e in tail.entries if e.key and e.key.kind not in skip}
         keys = sorted(latest)
         known = {}
+        deleted_here = set()
         for key in keys:
             own = self._own_writes.pop(key, None)
             if own is not None and own[0] == latest[key]:
                 known[key] = own[1]
+            if self._own_deletes.pop(key, None) == latest[key]:
+                deleted_here.add(key)
         loaded = self._load_files(keys, known)
         objects = dict(self._snapshot.objects)
         errors = {d.file for d in loaded.diagnostics if d.severity is Severity.ERROR}
@@ -365,7 +341,9 @@ class DirectoryStore:
                 objects.pop(key, None)
                 self._raw.pop(key, None)
         changed = changed_keys(self._snapshot.objects, objects, keys)
-        return self._publish(objects, loaded.diagnostics, tail.entries[-1].version, changed, tail)
+        here = frozenset((known.keys() | deleted_here) & changed)
+        version = tail.entries[-1].version
+        return self._publish(objects, loaded.diagnostics, version, changed, tail, here)
 
     def _publish(
         self,
@@ -374,6 +352,7 @@ class DirectoryStore:
         version: int,
         changed: set[ConfigKey],
         tail: JournalTail,
+        written_here: frozenset[ConfigKey] = frozenset(),
     ) -> ChangeEvent | None:
         mesh = self._snapshot.mesh
         if not self._loaded or any(mesh_source(key) for key in changed):
@@ -390,7 +369,7 @@ class DirectoryStore:
             log.log(logging.WARNING if error else logging.DEBUG, "%s", diag)
         if not changed:
             return None
-        event = ChangeEvent(frozenset(changed), version, whole_writes=True)
+        event = ChangeEvent(frozenset(changed), version, True, written_here)
         for handler in self._handlers:
             handler(event)
         return event

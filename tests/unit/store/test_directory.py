@@ -268,3 +268,28 @@ def test_a_write_that_is_not_durable_reaches_readers_whole(tmp_path: Path) -> No
     assert reader.refresh() == ChangeEvent(frozenset({APP_KEY}), 1, whole_writes=True)
     assert reader.manifest(APP_KEY)["spec"]["project"] == "default"  # type: ignore[index]
     assert not list((tmp_path / "live").rglob("*.tmp"))
+
+
+def test_events_name_the_handles_own_latest_writes(tmp_path: Path) -> None:
+    ours, other = DirectoryStore(tmp_path / "s"), DirectoryStore(tmp_path / "s")
+    other.apply(vs(90))  # the journal exists (its creation makes readers load everything)
+    ours.snapshot()  # loaded, as a controller's handle is
+    events: list[ChangeEvent] = []
+    ours.subscribe(events.append)
+    ours.apply(vs(80))
+    assert events[-1].keys == {VS_KEY} and events[-1].written_here == {VS_KEY}
+    other.apply(vs(60))
+    ours.refresh()
+    assert events[-1].keys == {VS_KEY} and events[-1].written_here == frozenset()
+    ours.delete([VS_KEY])
+    assert events[-1].keys == {VS_KEY} and events[-1].written_here == {VS_KEY}
+    other.apply(vs(20))
+    ours.refresh()
+    assert events[-1].written_here == frozenset()
+    # our write, then another writer's before our handle reads the journal: theirs wins
+    ours.apply(vs(10))
+    other.apply(vs(90))
+    other.delete([VS_KEY])
+    ours._own_deletes[VS_KEY] = other.journal.last_version() - 1  # an older delete of ours
+    ours.refresh()
+    assert events[-1].keys == {VS_KEY} and events[-1].written_here == frozenset()

@@ -243,7 +243,7 @@ class Controller:
                 for app_key, record in self.apps.items():
                     if record.app.spec.project_name == key.name:
                         self.queue.add(app_key, Level.RECENT, "project changed")
-            else:
+            elif key not in event.written_here:  # not our own sync's echo
                 for app_key in self._owners_of(key):
                     self.queue.add(app_key, Level.RECENT, "drift")
 

@@ -1,9 +1,11 @@
 """The controller's work queue: each Application at most once in the queue and once in
 progress (a request for an app being reconciled runs it again afterwards), urgent work
 (drift, webhooks, CLI requests) ahead of periodic resyncs, and delayed requeues (self-heal
-waiting for its timeout). While urgent work runs, no resync starts (for up to
-`RESYNC_HOLD` seconds): a webhook's sync shares two cores and one interpreter with them,
-and after a push every app's resync has a new commit to record (B8)."""
+waiting for its timeout). While urgent work runs, no other work starts (for up to
+`RESYNC_HOLD` seconds): a webhook's sync or a drift shares two cores and one interpreter
+with it (ten workers' store writes made a drift's own write wait a second for the
+interpreter at 1000 apps), and after a push every app's resync has a new commit to
+record (B8)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from meshpilot.config.keys import ConfigKey
 
 __all__ = ["RESYNC_HOLD", "Level", "WorkItem", "WorkQueue"]
 
-RESYNC_HOLD = 0.5  # the longest a queued resync waits for running urgent work
+RESYNC_HOLD = 0.5  # the longest other work waits for running urgent work
 
 
 class Level(IntEnum):
@@ -43,6 +45,7 @@ class WorkQueue:
         self._items: dict[ConfigKey, WorkItem] = {}
         self._active: set[ConfigKey] = set()
         self._active_urgent: set[ConfigKey] = set()
+        self._urgent_since = 0.0  # when urgent work began running (none was before)
         self._again: dict[ConfigKey, WorkItem] = {}
         self._timers: dict[ConfigKey, asyncio.TimerHandle] = {}
         self._ready = asyncio.Event()
@@ -59,8 +62,9 @@ class WorkQueue:
             return
         prev = self._items.get(key)
         if prev is not None:
-            self._items[key] = _merge(prev, item)
-            if urgent and key in self._normal:
+            promoted = urgent and key in self._normal
+            self._items[key] = _merge(prev, item, promoted)
+            if promoted:
                 self._normal.remove(key)
                 self._urgent.append(key)
                 self._urgent_ready.set()
@@ -88,11 +92,14 @@ class WorkQueue:
 
     async def get(self, *, urgent_only: bool = False) -> WorkItem:
         """The next item, urgent first; `urgent_only`: wait for an urgent one (a lane kept
-        free of resyncs, so drift and webhooks never wait behind a slow one). A resync
-        waits while urgent work runs, at most RESYNC_HOLD after it was queued."""
+        free of resyncs, so drift and webhooks never wait behind a slow one). Other work
+        waits while urgent work runs, at most RESYNC_HOLD after it was queued or after the
+        urgent work began, whichever is later."""
         while True:
             if self._urgent:
                 key = self._urgent.popleft()
+                if not self._active_urgent:
+                    self._urgent_since = time.monotonic()
                 self._active_urgent.add(key)
                 break
             hold = 0.0 if urgent_only or not self._normal else self._hold()
@@ -115,10 +122,11 @@ class WorkQueue:
         return bool(self._active_urgent or self._urgent)
 
     def _hold(self) -> float:
-        """How much longer the next resync waits for running urgent work (0: none)."""
+        """How much longer the next other item waits for running urgent work (0: none)."""
         if not self._active_urgent:
             return 0.0
-        return self._items[self._normal[0]].queued_at + RESYNC_HOLD - time.monotonic()
+        since = max(self._items[self._normal[0]].queued_at, self._urgent_since)
+        return since + RESYNC_HOLD - time.monotonic()
 
     def done(self, key: ConfigKey) -> None:
         self._active.discard(key)
@@ -141,9 +149,13 @@ class WorkQueue:
         self._timers.clear()
 
 
-def _merge(prev: WorkItem | None, new: WorkItem) -> WorkItem:
-    """The stronger level; the earliest queue time (latency counts from the first cause)."""
+def _merge(prev: WorkItem | None, new: WorkItem, promoted: bool = False) -> WorkItem:
+    """The stronger level; the earliest queue time (latency counts from the first cause);
+    the urgent cause's reason when it made queued other work urgent (a drift merged into a
+    queued health follow-up reports first, as a drift does, instead of waiting for the
+    analysis of the whole store)."""
     if prev is None:
         return new
     level = max(prev.level, new.level)
-    return WorkItem(new.key, level, prev.reason, min(prev.queued_at, new.queued_at))
+    reason = new.reason if promoted else prev.reason
+    return WorkItem(new.key, level, reason, min(prev.queued_at, new.queued_at))

@@ -91,3 +91,40 @@ def test_resyncs_wait_while_urgent_work_runs() -> None:
         assert RESYNC_HOLD - 0.05 <= time.monotonic() - started < RESYNC_HOLD + 0.5
 
     asyncio.run(scenario())
+
+
+def test_work_queued_before_the_urgent_work_began_is_held_too() -> None:
+    key = {n: ConfigKey(Kind.APPLICATION, "argocd", n) for n in ("drift", "follow-up")}
+
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add(key["follow-up"], Level.RECENT, "mesh findings", urgent=False)
+        await asyncio.sleep(RESYNC_HOLD + 0.1)  # queued long ago
+        queue.add(key["drift"], Level.RECENT, "drift")
+        assert (await queue.get()).key == key["drift"]
+        started = time.monotonic()
+        waiting = asyncio.create_task(queue.get())
+        await asyncio.sleep(0.1)
+        assert not waiting.done()  # held while the drift runs
+        assert (await asyncio.wait_for(waiting, 2)).key == key["follow-up"]
+        assert RESYNC_HOLD - 0.05 <= time.monotonic() - started < RESYNC_HOLD + 0.5
+
+    asyncio.run(scenario())
+
+
+def test_a_drift_merged_into_queued_other_work_keeps_its_own_reason() -> None:
+    key = ConfigKey(Kind.APPLICATION, "argocd", "shop")
+
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add(key, Level.RECENT, "mesh findings", urgent=False)
+        queue.add(key, Level.RECENT, "drift")  # made urgent by the drift: reported first
+        item = await asyncio.wait_for(queue.get(urgent_only=True), 1)
+        assert (item.reason, item.level) == ("drift", Level.RECENT)
+        queue.done(key)
+        queue.add(key, Level.LATEST, "refresh requested")
+        queue.add(key, Level.RECENT, "drift")  # already urgent: the first cause stays
+        item = await asyncio.wait_for(queue.get(urgent_only=True), 1)
+        assert (item.reason, item.level) == ("refresh requested", Level.LATEST)
+
+    asyncio.run(scenario())
