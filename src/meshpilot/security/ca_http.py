@@ -13,14 +13,16 @@ the caller sees the same status codes and messages as on 15012. Identity is prov
 by the token the caller sent; nothing Envoy adds is trusted for it (x-forwarded-for, the
 caller's address, only goes into refusal logs). One asyncio protocol per Envoy connection,
 parsing in place: no streams, no tasks per call; the connections share a read buffer and
-their answers leave together at the end of a loop iteration (ServerIo).
+their answers leave together at the end of a loop iteration (ServerIo). Per call, only the
+headers the CA reads are looked up (the first authorization counts, as on 15012), and the
+answer's message is the new leaf's field in front of the CA's part, encoded once per chain.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 from meshpilot.security.ca_api import (
     CREATE_CERTIFICATE,
@@ -29,7 +31,7 @@ from meshpilot.security.ca_api import (
 )
 from meshpilot.security.csr_service import CaRefusal, CsrService
 
-__all__ = ["CaHttpProtocol", "ServerIo", "grpc_message"]
+__all__ = ["CaHttpProtocol", "ServerIo", "chain_answer", "grpc_message"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ class ServerIo:
 
     def __init__(self, scratch_size: int = 64 * 1024) -> None:
         self.scratch = memoryview(bytearray(scratch_size))
+        self.tails: dict[tuple[str, ...], bytes] = {}  # see chain_answer
         self._pending: list[tuple[asyncio.Transport, bytes, bool]] = []
 
     def put(self, transport: asyncio.Transport, answer: bytes, close: bool = False) -> None:
@@ -99,51 +102,75 @@ class CaHttpProtocol(asyncio.BufferedProtocol):
         self._buffer += self._io.scratch[:nbytes]
         try:
             while (request := _take_request(self._buffer)) is not None:
-                self._io.put(transport, self._answer(*request))
+                self._io.put(transport, self._answer(request))
         except _BadRequest as exc:
             log.warning("CA port: closing a connection from the front Envoy: %s", exc)
             self._refused = True
             self._io.put(transport, _BAD_REQUEST, close=True)
 
-    def _answer(self, path: bytes, headers: dict[bytes, bytes], body: bytes) -> bytes:
+    def _answer(self, request: _Request) -> bytes:
+        path, head, low, body = request
         if path != _PATH:
             return _refusal(_UNIMPLEMENTED, f"unknown method {path.decode(errors='replace')}")
         if len(body) < 5 or body[0] != 0 or int.from_bytes(body[1:5], "big") != len(body) - 5:
             return _refusal(_INTERNAL, "expected one uncompressed gRPC message")
         try:
-            request = IstioCertificateRequest.FromString(body[5:])
+            message = IstioCertificateRequest.FromString(body[5:])
         except Exception:  # protobuf's DecodeError, or a field of the wrong type
             return _refusal(_INVALID_ARGUMENT, "the request is not an IstioCertificateRequest")
-        token = headers.get(b"authorization")
+        token = _header(head, low, b"authorization")
         metadata = [("authorization", token.decode("latin-1"))] if token is not None else []
         try:
-            chain = self._service.issue(request, metadata, _no_client_cert, _peer(headers))
+            chain = self._service.issue(message, metadata, _no_client_cert, _peer(head, low))
         except CaRefusal as refusal:
             return _refusal(refusal.code.value[0], refusal.message)
-        message = IstioCertificateResponse(cert_chain=chain).SerializeToString()
-        frame = b"\0" + len(message).to_bytes(4, "big") + message
-        return b"".join(
-            (
-                b"HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\n"
-                b"transfer-encoding: chunked\r\n\r\n",
-                b"%x\r\n" % len(frame),
-                frame,
-                b"\r\n0\r\ngrpc-status: 0\r\n\r\n",
-            )
-        )
+        return chain_answer(chain, self._io.tails)
 
 
 def _no_client_cert() -> dict[str, Any]:
     return {}  # Envoy asks for none on this port: a token is the proof
 
 
-def _peer(headers: dict[bytes, bytes]) -> Any:
+def _peer(head: bytes, low: bytes) -> Any:
     def peer() -> str:
         # Envoy appends the caller's address last (use_remote_address); logs only.
-        forwarded = headers.get(b"x-forwarded-for", b"").rsplit(b",", 1)[-1].strip()
+        forwarded = (_header(head, low, b"x-forwarded-for") or b"").rsplit(b",", 1)[-1].strip()
         return f"{forwarded.decode('latin-1') or 'unknown'} (via the CA port)"
 
     return peer
+
+
+_OK_HEAD = (
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/grpc\r\ntransfer-encoding: chunked\r\n\r\n"
+)
+_OK_END = b"\r\n0\r\ngrpc-status: 0\r\n\r\n"
+_MAX_TAILS = 8  # CA chains remembered (a plugged-in CA may be replaced, rarely)
+
+
+def chain_answer(chain: tuple[str, ...], tails: dict[tuple[str, ...], bytes]) -> bytes:
+    """The 200 answer carrying IstioCertificateResponse(cert_chain=chain), its message
+    bytes equal to protobuf's: only the leaf's field is encoded per call, the CA's part of
+    the chain (the same in every answer) once, in `tails`."""
+    tail = tails.get(chain[1:])
+    if tail is None:
+        if len(tails) >= _MAX_TAILS:
+            tails.clear()
+        tail = IstioCertificateResponse(cert_chain=chain[1:]).SerializeToString()
+        tails[chain[1:]] = tail
+    leaf = chain[0].encode()
+    field = b"\n" + _varint(len(leaf))  # field 1, length-delimited
+    size = len(field) + len(leaf) + len(tail)
+    frame_head = b"%x\r\n\0" % (size + 5) + size.to_bytes(4, "big")
+    return b"".join((_OK_HEAD, frame_head, field, leaf, tail, _OK_END))
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append(0x80 | (value & 0x7F))
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _refusal(code: int, message: str) -> bytes:
@@ -161,32 +188,49 @@ def grpc_message(text: str) -> bytes:
     )
 
 
-def _take_request(buffer: bytearray) -> tuple[bytes, dict[bytes, bytes], bytes] | None:
-    """The next whole request, removed from `buffer`; None while it is incomplete."""
+class _Request(NamedTuple):
+    path: bytes
+    head: bytes  # the header lines, each after a CRLF
+    low: bytes  # the same, lowercased: header names are found in it
+    body: bytes
+
+
+def _header(head: bytes, low: bytes, name: bytes) -> bytes | None:
+    """The first value of header `name` (lowercase), as 15012 takes the first metadata."""
+    start = low.find(b"\r\n" + name + b":")
+    if start < 0:
+        return None
+    start += len(name) + 3
+    end = head.find(b"\r\n", start)
+    return head[start : end if end >= 0 else len(head)].strip()
+
+
+def _take_request(buffer: bytearray) -> _Request | None:
+    """The next whole request, removed from `buffer`; None while it is incomplete. Only
+    the headers the CA reads are looked up, in the head as it came (Envoy writes every
+    header line as name: value; nothing in a value can hold a CRLF)."""
     end = buffer.find(b"\r\n\r\n")
     if end < 0:
         if len(buffer) > MAX_HEAD:
             raise _BadRequest("request head too large")
         return None
-    lines = bytes(buffer[:end]).split(b"\r\n")
-    parts = lines[0].split(b" ")
+    line_end = buffer.find(b"\r\n", 0, end)
+    line_end = end if line_end < 0 else line_end
+    parts = bytes(buffer[:line_end]).split(b" ")
     if len(parts) != 3 or parts[0] != b"POST":
         raise _BadRequest("not a POST request line")
-    headers: dict[bytes, bytes] = {}
-    for line in lines[1:]:
-        name, sep, value = line.partition(b":")
-        if not sep:
-            raise _BadRequest("malformed header line")
-        headers[name.strip().lower()] = value.strip()
+    head = bytes(buffer[line_end:end])
+    low = head.lower()
     start = end + 4
-    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+    encoding = _header(head, low, b"transfer-encoding")
+    if encoding is not None and encoding.lower() == b"chunked":
         taken = _chunked(buffer, start)
         if taken is None:
             return None
         body, stop = taken
     else:
         try:
-            length = int(headers.get(b"content-length", b"0"))
+            length = int(_header(head, low, b"content-length") or b"0")
         except ValueError:
             raise _BadRequest("bad content-length") from None
         if not 0 <= length <= MAX_BODY:
@@ -195,7 +239,7 @@ def _take_request(buffer: bytearray) -> tuple[bytes, dict[bytes, bytes], bytes] 
             return None
         body, stop = bytes(buffer[start : start + length]), start + length
     del buffer[:stop]
-    return parts[1], headers, body
+    return _Request(parts[1], head, low, body)
 
 
 def _chunked(buffer: bytearray, pos: int) -> tuple[bytes, int] | None:

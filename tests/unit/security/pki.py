@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
@@ -38,7 +39,7 @@ def p521_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP521R1())
 
 
-def load_chain(chain: list[str] | tuple[str, ...]) -> list[x509.Certificate]:
+def load_chain(chain: Sequence[str]) -> list[x509.Certificate]:
     return [x509.load_pem_x509_certificate(pem.encode()) for pem in chain]
 
 
