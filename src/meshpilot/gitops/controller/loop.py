@@ -32,9 +32,10 @@ from meshpilot.config.kinds import Kind
 from meshpilot.gitops.controller.heap import keep_heap_settled
 from meshpilot.gitops.controller.metrics import AppInfo, Metrics
 from meshpilot.gitops.controller.owners import OwnerIndex, apps_tracked_as
-from meshpilot.gitops.controller.push import PushEvent, push_concerns
+from meshpilot.gitops.controller.push import PushEvent, paths_concern, revision_matches
 from meshpilot.gitops.controller.queue import Level, WorkQueue
 from meshpilot.gitops.controller.reconcile import Reconciler, ReconcileResult
+from meshpilot.gitops.controller.records import AppRecord
 from meshpilot.gitops.controller.revisions import CachingRepoService
 from meshpilot.gitops.controller.schedule import DueHeap
 from meshpilot.gitops.controller.view import StoreView
@@ -75,14 +76,6 @@ class ControllerSettings:
 
 
 @dataclass(slots=True)
-class _AppRecord:
-    app: Application
-    owned: frozenset[ConfigKey] = frozenset()
-    next_due: float = 0.0
-    last: ReconcileResult | None = None
-
-
-@dataclass(slots=True)
 class _Waiter:
     since: float
     future: asyncio.Future[ReconcileResult] = field(repr=False)
@@ -117,7 +110,7 @@ class Controller:
         )
         self.metrics = Metrics()
         self.queue = WorkQueue()
-        self.apps: dict[ConfigKey, _AppRecord] = {}
+        self.apps: dict[ConfigKey, AppRecord] = {}
         self._owners = OwnerIndex()  # resource → apps
         self._waiters: dict[ConfigKey, list[_Waiter]] = {}
         self._started: dict[ConfigKey, float] = {}
@@ -184,14 +177,15 @@ class Controller:
         if isinstance(self.renderer.repos, CachingRepoService):
             self.renderer.repos.expire(urls)
         matched = []
-        for key, record in sorted(self.apps.items()):
-            for source in record.app.spec.all_sources:
-                if normalize_url(source.repo_url) in urls and push_concerns(
-                    record.app, source.path, source.target_revision, push
-                ):
+        for key, record in self.apps.items():
+            for src in record.sources():
+                concerned = src.url in urls and revision_matches(src.target, push)
+                if concerned and paths_concern(src.paths, push):
                     matched.append(key)
-                    self.queue.add(key, Level.LATEST, "webhook")
                     break
+        matched.sort()
+        for key in matched:
+            self.queue.add(key, Level.LATEST, "webhook")
         return matched
 
     def app_infos(self) -> list[AppInfo]:
@@ -270,7 +264,7 @@ class Controller:
             return
         app = obj.model
         if record is None:
-            self.apps[key] = _AppRecord(app)
+            self.apps[key] = AppRecord(app)
             self.queue.add(key, Level.LATEST, "application added")
             return
         changed = (app.spec, app.operation, app.metadata.annotations) != (
@@ -290,7 +284,7 @@ class Controller:
     def _scan(self) -> None:
         for obj in self.store.snapshot().of_kind(Kind.APPLICATION):
             if isinstance(obj.model, Application) and obj.key not in self.apps:
-                self.apps[obj.key] = _AppRecord(obj.model)
+                self.apps[obj.key] = AppRecord(obj.model)
                 self.queue.add(obj.key, Level.LATEST, "start", urgent=False)
 
     def expire(self, key: ConfigKey) -> None:
