@@ -15,6 +15,10 @@ Targets (PERFORMANCE.md B1): cold <= 10x serialization, warm <= 1.5x.
 
 `--probe push|cold --services N` runs one cold generation for an instruction count under
 valgrind (see probe()): a measure the load of a shared machine does not move.
+
+`--rds-reuse --services N` (issue 5, B8): after a change of one VirtualService, CPU time of
+one sidecar's route configs of the changed port, built with what the proxy class kept from
+the previous push (routes/lasting.py) and, alternately, without it (as before it existed).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic_mesh import MeshShape, synthetic_mesh_yaml
+from bench.translate_reuse import rds_reuse
 from meshpilot.config.loader import LoadResult, load_text
 from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
@@ -298,9 +303,13 @@ def main() -> None:
         "--probe", choices=("push", "cold"), help="one run for valgrind (see probe())"
     )
     parser.add_argument("--services", type=int, default=300, help="mesh size for --probe")
+    parser.add_argument("--rds-reuse", action="store_true", help="B8 RDS after one VS change")
     args = parser.parse_args()
     if args.probe:
         probe(args.probe, args.services)
+        return
+    if args.rds_reuse:
+        print(rds_reuse(args.services, args.repeat))
         return
     global _clock
     _clock = _CLOCKS[args.clock]

@@ -20,6 +20,7 @@ from meshpilot.config.objects import ConfigObject
 from meshpilot.model.indexes.destination_rules import BoundDestinationRule, DestinationRuleIndex
 from meshpilot.model.indexes.endpoint_update import update_pods
 from meshpilot.model.indexes.virtual_services import VirtualServiceIndex
+from meshpilot.model.lasting_memo import LastingMemo
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.sidecar_scope import SidecarScope, build_sidecar_scope, select_sidecar
 from meshpilot.registry.aggregate import Registry, build_registry
@@ -50,6 +51,8 @@ class PushContext:
     _scopes: dict[tuple[str, ConfigKey | None], SidecarScope] = field(default_factory=dict)
     # Storage the generators' cache (xds/cache.py) keeps for this push; opaque here.
     memo: dict[object, object] = field(default_factory=dict)
+    # Storage the generators keep across pushes (model/lasting_memo.py); opaque here.
+    lasting: LastingMemo = field(default_factory=LastingMemo)
 
     def of_kind(self, kind: Kind) -> tuple[ConfigObject[Any], ...]:
         return self.objects.get(kind, ())
@@ -173,6 +176,8 @@ def build_push_context(
         fast = _pods_changed(objects, mesh, counter, now, prev, changed, by_key)
         if fast is not None:
             return fast
+    # Entries of the lasting memo check their own inputs: handed on whatever changed.
+    carried = prev.lasting.successor() if prev is not None else None
     if prev is None or changed is None or mesh != prev.mesh:
         prev, kinds = None, frozenset(Kind)
     else:
@@ -216,6 +221,7 @@ def build_push_context(
             list(ordered.get(Kind.DESTINATION_RULE, ())), mesh, DOMAIN_SUFFIX
         ),
         _scopes=dict(prev._scopes) if prev and scopes_kept else {},
+        lasting=carried if carried is not None else LastingMemo(),
     )
 
 
@@ -257,4 +263,5 @@ def _pods_changed(
         virtual_services=prev.virtual_services,
         destination_rules=prev.destination_rules,
         _scopes=dict(prev._scopes) if registry.services is prev.registry.services else {},
+        lasting=prev.lasting.successor(),
     )

@@ -140,6 +140,7 @@ class VirtualHostParts:
     domains: tuple[str, ...]
     routes: bytes
     encoded_domains: bytes | None = None  # `domains_bytes(domains)`, when already made
+    serialized: bytes | None = None  # virtual_host_bytes(self), once made (routes/lasting.py)
 
     def with_domains(self, domains: Iterable[str]) -> VirtualHostParts:
         return VirtualHostParts(self.name, tuple(domains), self.routes)

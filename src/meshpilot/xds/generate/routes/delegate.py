@@ -57,7 +57,10 @@ def _resolve_gateways(route: HTTPRoute, namespace: str) -> HTTPRoute:
     """Match gateways become `namespace/name`. A root VirtualService's destination hosts
     stay as written: RouteContext.host resolves them in its namespace where they are used,
     which spares a pydantic copy of every route (copies dominated translation time)."""
-    if not any(m.gateways for m in route.match):
+    for m in route.match:  # a loop, not any(): this runs for every route
+        if m.gateways:
+            break
+    else:
         return route
     matches = [
         m.model_copy(update={"gateways": [resolve_gateway_name(g, namespace) for g in m.gateways]})
@@ -69,7 +72,9 @@ def _resolve_gateways(route: HTTPRoute, namespace: str) -> HTTPRoute:
 def http_routes(push: PushContext, vs: BoundVirtualService) -> list[HTTPRoute]:
     """Resolved (and delegate-merged) routes; the same for every port and proxy, so built
     once per push."""
-    memo = push.memo.setdefault("routes.http_routes", {})
+    memo = push.memo.get("routes.http_routes")
+    if memo is None:  # not setdefault: its default dict was made on every call
+        memo = push.memo["routes.http_routes"] = {}
     assert isinstance(memo, dict)
     found = memo.get(vs.obj.key)
     if found is None:

@@ -33,6 +33,7 @@ class _VsRoutes:
     each came out as, by (match position, listener port if the route depends on it)."""
 
     plan: list[tuple[HTTPRoute, HTTPMatchRequest | None, bool]]
+    metadata: bytes  # Route.metadata, the same for all its routes (http_route.metadata_field)
     encoded: dict[tuple[int, int | None], EncodedRoute | None] = field(default_factory=dict)
 
 
@@ -53,14 +54,14 @@ def encoded_virtual_service(
     vs = memo.by_vs.get(ctx.vs.obj.key)
     if vs is None:
         plan = [(r, m, port_dependent(r, m)) for _, r, _, m in route_matches(routes)]
-        vs = memo.by_vs[ctx.vs.obj.key] = _VsRoutes(plan)
+        vs = memo.by_vs[ctx.vs.obj.key] = _VsRoutes(plan, metadata_field(ctx.push, ctx.vs))
     out: list[bytes] = []
     for n, (route, match, by_port) in enumerate(vs.plan):
         key = (n, ctx.port if by_port else None)
         if key in vs.encoded:
             encoded = vs.encoded[key]
         else:
-            encoded = vs.encoded[key] = _encode(ctx, route, match, memo.parts)
+            encoded = vs.encoded[key] = _encode(ctx, route, match, vs.metadata, memo.parts)
         if encoded is None:
             continue
         out.append(encoded.entry(ctx.port))
@@ -70,9 +71,12 @@ def encoded_virtual_service(
 
 
 def _encode(
-    ctx: RouteContext, route: HTTPRoute, match: HTTPMatchRequest | None, parts: PlainParts
+    ctx: RouteContext,
+    route: HTTPRoute,
+    match: HTTPMatchRequest | None,
+    extra: bytes,
+    parts: PlainParts,
 ) -> EncodedRoute | None:
-    extra = metadata_field(ctx.push, ctx.vs)
     if is_plain(route):
         return encode_plain_route(ctx, route, match, extra, parts)
     body = route_body(ctx, route, match)

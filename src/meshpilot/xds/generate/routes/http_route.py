@@ -46,6 +46,8 @@ _FILTER_METADATA = field_number(base_pb2.Metadata.DESCRIPTOR, "filter_metadata")
 _STRUCT_FIELDS = field_number(struct_pb2.Struct.DESCRIPTOR, "fields")
 _VALUE_STRING = field_number(struct_pb2.Value.DESCRIPTOR, "string_value")
 _MAP_KEY, _MAP_VALUE = 1, 2  # every protobuf map entry: key = 1, value = 2
+_METADATA_FIELD_MEMO = "routes.metadata.field"
+_CONFIG_PATH_MEMO = "routes.metadata.config-path"
 
 
 def build_http_routes(
@@ -104,10 +106,14 @@ def port_dependent(route: HTTPRoute, match: HTTPMatchRequest | None) -> bool:
     """Does the listener port change this route (beyond its trace decorator)?"""
     if (match is not None and match.port) or route.redirect is not None:
         return True
-    dests = [d.destination for d in route.route] + [m.destination for m in route.mirrors]
-    if route.mirror is not None:
-        dests.append(route.mirror)
-    return any(d.port is None for d in dests)
+    # Loops, not a list of destinations: this runs for every route of every VirtualService.
+    for d in route.route:
+        if d.destination.port is None:
+            return True
+    for m in route.mirrors:
+        if m.destination.port is None:
+            return True
+    return route.mirror is not None and route.mirror.port is None
 
 
 def source_matches(ctx: RouteContext, match: HTTPMatchRequest | None) -> bool:
@@ -139,14 +145,30 @@ def _metadata(push: PushContext, vs: BoundVirtualService) -> base_pb2.Metadata:
 def metadata_field(push: PushContext, vs: BoundVirtualService) -> bytes:
     """`Route.metadata` of `vs`'s routes as a serialized field, once per push. Encoded
     directly: building the Struct through upb cost more than the rest of a route."""
-    memo = push.memo.setdefault("routes.metadata.field", {})
+    memo = push.memo.get(_METADATA_FIELD_MEMO)
+    if memo is None:  # not setdefault: its default dict was made on every call
+        memo = push.memo[_METADATA_FIELD_MEMO] = {}
     assert isinstance(memo, dict)
     field = memo.get(vs.obj.key)
     if field is None:
-        path = names.config_path("VirtualService", vs.namespace, vs.name)
+        path = _config_path_prefix(push, vs.namespace) + vs.name
         field = memo[vs.obj.key] = length_delimited(_ROUTE_METADATA, _istio_metadata(path))
     assert isinstance(field, bytes)
     return field
+
+
+def _config_path_prefix(push: PushContext, namespace: str) -> str:
+    """names.config_path of a VirtualService in `namespace` without its name (which ends
+    the path), once per namespace: config_path kebab-cases the kind on every call."""
+    memo = push.memo.get(_CONFIG_PATH_MEMO)
+    if memo is None:
+        memo = push.memo[_CONFIG_PATH_MEMO] = {}
+    assert isinstance(memo, dict)
+    prefix = memo.get(namespace)
+    if prefix is None:
+        prefix = memo[namespace] = names.config_path("VirtualService", namespace, "")
+    assert isinstance(prefix, str)
+    return prefix
 
 
 def _istio_metadata(config_path: str) -> bytes:

@@ -43,7 +43,7 @@ __all__ = ["PlainParts", "encode_plain_route", "is_plain"]
 
 def is_plain(route: HTTPRoute) -> bool:
     """Does the route use only what `encode_plain_route` writes?"""
-    return (
+    if not (
         route.redirect is None
         and route.direct_response is None
         and route.headers is None
@@ -52,8 +52,12 @@ def is_plain(route: HTTPRoute) -> bool:
         and route.cors_policy is None
         and route.mirror is None
         and not route.mirrors
-        and all(d.headers is None and d.weight >= 0 for d in route.route)
-    )
+    ):
+        return False
+    for d in route.route:  # noqa: SIM110 (a loop, not all(): this runs for every route)
+        if d.headers is not None or d.weight < 0:
+            return False
+    return True
 
 
 @dataclass(slots=True)
@@ -169,7 +173,7 @@ def encode_plain_route(
     action.append(parts.retry(route.retries or ctx.push.mesh.default_http_retry_policy, hashed))
     out.append(length_delimited(_ACTION, b"".join(action)))
     out.append(extra)
-    fixed = fixed_operation(cluster, path)
+    fixed = fixed_operation(cluster, path) if cluster else None  # weighted: names the port
     return encoded_route(b"".join(out), ctx.vs.name, path, fixed, catch_all)
 
 

@@ -26,16 +26,15 @@ from meshpilot.xds.generate.routes.assembly import (
     VirtualHostParts,
     route_configuration,
     route_entry,
-    virtual_host_bytes,
 )
 from meshpilot.xds.generate.routes.context import RouteContext
 from meshpilot.xds.generate.routes.delegate import http_routes
 from meshpilot.xds.generate.routes.egress_view import EgressView, egress_entry, egress_view
 from meshpilot.xds.generate.routes.encoded import RouteMemo, encoded_virtual_service
 from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
+from meshpilot.xds.generate.routes.lasting import ClassRoutes, class_routes
 from meshpilot.xds.generate.routes.retry import default_retry_policy, retry_policy
 from meshpilot.xds.generate.routes.virtual_hosts import (
-    DomainsMemo,
     VirtualHostGroup,
     build_virtual_hosts,
 )
@@ -51,10 +50,14 @@ NON_SERVICE_HOSTS_PORT = 80
 _LABEL_KEYS_MEMO = "rds.source-label-keys"
 
 
+# Protocol.is_http or AUTO, as a set: the property builds a tuple on every call.
+_HTTP_LIKE = frozenset(p for p in Protocol if p.is_http or p is Protocol.AUTO)
+
+
 def _http_like(svc: Service, port: int) -> bool:
     for p in svc.ports:  # Service.port, without a generator: this runs per service and port
         if p.port == port:
-            return p.protocol.is_http or p.protocol is Protocol.AUTO
+            return p.protocol in _HTTP_LIKE
     return False
 
 
@@ -76,9 +79,9 @@ def generate_sidecar_routes(
 ) -> list[route_pb2.RouteConfiguration]:
     """`names` are the route configs Envoy asked for; None builds `<port>` for every HTTP or
     sniffed port of the services this proxy sees. Names that are neither are skipped."""
-    builder = _Builder(push, proxy, push.proxy_scope(proxy))
+    scope = push.proxy_scope(proxy)
     if names is None:
-        services = [s for s in builder.scope.services if not s.is_alias]
+        services = [s for s in scope.services if not s.is_alias]
         ports = {p.port for s in services for p in s.ports if _http_like(s, p.port)}
         wanted = {str(p): (p, "") for p in ports}
     else:
@@ -87,6 +90,7 @@ def generate_sidecar_routes(
     # Proxies of one class share route configs, unless VirtualServices tell them apart by
     # client labels: then the labels they test are part of the key.
     klass = (push.proxy_class(proxy), proxy.dns_domain, _tested_labels(push, proxy))
+    builder = _Builder(push, proxy, scope, klass)
     out: list[route_pb2.RouteConfiguration] = []
     for name, (port, host) in sorted(wanted.items(), key=lambda kv: (kv[1], kv[0])):
         build = partial(builder.config, name, port, host)
@@ -120,26 +124,33 @@ class _Builder:
     push: PushContext
     proxy: Proxy
     scope: SidecarScope
+    klass: object
     by_port: dict[int, list[VirtualHostParts]] = field(default_factory=dict)
     routes: RouteMemo = field(default_factory=RouteMemo)
-    domains: DomainsMemo = field(default_factory=dict)
+    kept: ClassRoutes | None = None  # what the class keeps across pushes, once needed
     # Per Sidecar egress entry (egress_view.py): its view, VirtualServices and their owners.
     mesh: dict[int, _EntryMesh] = field(default_factory=dict)
 
     def config(self, name: str, port: int, sniffed_host: str) -> list[route_pb2.RouteConfiguration]:
+        if self.kept is None:
+            self.kept = class_routes(self.push, self.klass, self.scope)
         if port not in self.by_port:
             entry = self._entry(egress_entry(self.scope, port))
             self.by_port[port] = _virtual_hosts(self, entry, port)
-        return [_route_config(name, self.by_port[port], self.scope, sniffed_host)]
+        return [_route_config(name, self.by_port[port], self.scope, sniffed_host, self.kept)]
 
     def _entry(self, index: int) -> _EntryMesh:
         if index not in self.mesh:
             view = egress_view(self.scope, index)
-            mesh_vs = [
-                vs
-                for vs in mesh_virtual_services(self.push, self.proxy.namespace)
-                if any(view.allows_host(h, vs.namespace) for h in vs.hosts)
-            ]
+            everything = mesh_virtual_services(self.push, self.proxy.namespace)
+            if view.imported is None:  # no Sidecar: every host passes allows_host
+                mesh_vs = list(everything)
+            else:
+                mesh_vs = [
+                    vs
+                    for vs in everything
+                    if any(view.allows_host(h, vs.namespace) for h in vs.hosts)
+                ]
             owners = _most_specific_vs(mesh_vs, view.services)
             self.mesh[index] = _EntryMesh(view, mesh_vs, owners)
         return self.mesh[index]
@@ -179,10 +190,13 @@ def _most_specific_vs(
 
 def _selects(vs: BoundVirtualService, services: Mapping[str, Service]) -> bool:
     """Does any host of `vs` name (or overlap, for wildcards) a service on this port?"""
+    hosts = vs.hosts
+    for h in hosts:  # the usual answer, without a generator per VirtualService
+        if h in services:
+            return True
     return any(
-        h in services
-        or any(hosts_intersect(h, s) for s in services if h.startswith("*") or s.startswith("*"))
-        for h in vs.hosts
+        any(hosts_intersect(h, s) for s in services if h.startswith("*") or s.startswith("*"))
+        for h in hosts
     )
 
 
@@ -191,17 +205,25 @@ def _vs_group(
     services: Mapping[str, Service],
     owners: Mapping[str, ConfigKey],
     memo: RouteMemo,
+    kept: ClassRoutes,
 ) -> VirtualHostGroup | None:
-    routes = encoded_virtual_service(ctx, http_routes(ctx.push, ctx.vs), memo)
+    routes = kept.routes_of(ctx.vs.obj, ctx.port)
+    if routes is None:
+        routes = encoded_virtual_service(ctx, http_routes(ctx.push, ctx.vs), memo)
+        kept.keep_routes(ctx.vs.obj, ctx.port, routes)
     if not routes:
         return None  # its services keep their default routes
-    vs_hosts, matched = [], []
-    for h in (h for h in ctx.vs.hosts if not h.startswith("*")):
-        if h.lower() in services:
-            matched.append(services[h.lower()])
+    vs_hosts: list[str] = []
+    matched: list[Service] = []
+    wildcards = []
+    for h in ctx.vs.hosts:  # plain loops: this runs for every VirtualService and port
+        if h.startswith("*"):
+            wildcards.append(h)
+        elif (svc := services.get(h.lower())) is not None:
+            matched.append(svc)
         else:
             vs_hosts.append(h)
-    for h in (h for h in ctx.vs.hosts if h.startswith("*")):
+    for h in wildcards:
         overlapping = [s for name, s in sorted(services.items()) if hosts_intersect(name, h)]
         matched += [s for s in overlapping if owners.get(s.hostname) == ctx.vs.obj.key]
         if not overlapping:
@@ -255,32 +277,49 @@ def _virtual_hosts(builder: _Builder, entry: _EntryMesh, port: int) -> list[Virt
     """Virtual hosts of the services on `port`: those a VirtualService claims first, in
     VirtualService precedence, then the others with their default route."""
     push, proxy, scope, memo = builder.push, builder.proxy, builder.scope, builder.routes
+    kept = builder.kept
+    assert kept is not None
     mesh_vs, owners = entry.virtual_services, entry.owners
     services = {s.hostname: s for s in entry.view.services if _has_port(s, port)}
     service_ports = dict.fromkeys(services, (port,))  # Istio trims services to this port
     if port != NON_SERVICE_HOSTS_PORT:
         mesh_vs = [vs for vs in mesh_vs if _selects(vs, services)]
     groups = []
-    mesh = frozenset({MESH_GATEWAY})
-    for vs in mesh_vs:
-        ctx = RouteContext(push, proxy, scope, vs, port, mesh, False, service_ports, memo.rules)
-        if (group := _vs_group(ctx, services, owners, memo)) is not None:
-            groups.append(group)
-    claimed = {s.hostname for g in groups for s in g.services}
-    groups += [
-        VirtualHostGroup(
-            route_entry(default_route(svc, port, push, proxy).SerializeToString()), [svc]
+    if mesh_vs:
+        # One context for the port, pointed at each VirtualService in turn (nothing keeps
+        # it): a new one per VirtualService was thousands of objects per push.
+        mesh = frozenset({MESH_GATEWAY})
+        ctx = RouteContext(
+            push, proxy, scope, mesh_vs[0], port, mesh, False, service_ports, memo.rules
         )
-        for host, svc in sorted(services.items())
-        if host not in claimed and _http_like(svc, port)
+        for vs in mesh_vs:
+            ctx.vs = vs
+            if (group := _vs_group(ctx, services, owners, memo, kept)) is not None:
+                groups.append(group)
+    claimed = {s.hostname for g in groups for s in g.services}
+    # Sorted after the filter: usually a VirtualService claims most services.
+    unclaimed = [h for h in services if h not in claimed and _http_like(services[h], port)]
+    groups += [
+        VirtualHostGroup(_default_entry(builder, kept, services[host], port), [services[host]])
+        for host in sorted(unclaimed)
     ]
     targets = aliases_by_target(push)  # most services have no alias: no call for them
     aliases = {
         host: found
-        for host, svc in services.items()
+        for host, svc in (services.items() if targets else ())
         if host in targets and (found := visible_aliases(push, svc, entry.view.imported))
     }
-    return build_virtual_hosts(groups, port, proxy.dns_domain, aliases, builder.domains)
+    return build_virtual_hosts(groups, port, proxy.dns_domain, aliases, kept.domains)
+
+
+def _default_entry(builder: _Builder, kept: ClassRoutes, svc: Service, port: int) -> bytes:
+    """The service's default route as a `VirtualHost.routes` entry, kept by its class."""
+    key = (svc.hostname, port)
+    found = kept.defaults.get(key)
+    if found is None:
+        route = default_route(svc, port, builder.push, builder.proxy)
+        found = kept.defaults[key] = route_entry(route.SerializeToString())
+    return found
 
 
 def _sniffed(vhosts: Sequence[VirtualHostParts], host: str) -> list[VirtualHostParts]:
@@ -292,11 +331,15 @@ def _sniffed(vhosts: Sequence[VirtualHostParts], host: str) -> list[VirtualHostP
 
 
 def _route_config(
-    name: str, vhosts: Sequence[VirtualHostParts], scope: SidecarScope, sniffed_host: str
+    name: str,
+    vhosts: Sequence[VirtualHostParts],
+    scope: SidecarScope,
+    sniffed_host: str,
+    kept: ClassRoutes,
 ) -> route_pb2.RouteConfiguration:
     chosen = _sniffed(vhosts, sniffed_host) if sniffed_host else list(vhosts)
     chosen.sort(key=lambda v: v.name)
-    serialized = [virtual_host_bytes(v) for v in chosen]
+    serialized = [kept.vhost_bytes(v) for v in chosen]
     if not sniffed_host:
         serialized.append(catch_all_virtual_host(scope).SerializeToString())
     tail = route_pb2.RouteConfiguration(

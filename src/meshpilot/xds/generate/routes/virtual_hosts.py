@@ -100,24 +100,39 @@ class _DomainClaims:
         self.seen: set[str] = set()
         self.known_fqdns = known_fqdns
 
-    def claim(self, domains: list[str], alts: list[str]) -> list[str]:
+    def claim(self, domains: Sequence[str], alts: list[str], lowered: list[str]) -> list[str]:
+        """`lowered`: the domains in lower case (made once per service, not per port)."""
         out = []
         seen, known = self.seen, self.known_fqdns
-        for d in domains:
-            lowered = d.lower()
-            if lowered in seen:
+        for d, low in zip(domains, lowered):  # noqa: B905 (equal lengths, zip is hot here)
+            if low in seen:
                 continue
             # An expanded short name must not steal a real FQDN (foo.com vs foo.com.<suffix>).
-            if d in alts and d in known:
+            if alts and d in alts and d in known:
                 continue
             out.append(d)
-            seen.add(lowered)
+            seen.add(low)
         return out
 
 
-# A service's (domains, alt hosts, the domains serialized) by (hostname, namespace, aliases):
-# the same on every port.
-DomainsMemo = dict[tuple[str, str, Sequence[str]], tuple[list[str], list[str], bytes]]
+# Not frozen (never changed once made): made for every service a proxy class sees.
+@dataclass(slots=True)
+class ServiceDomains:
+    domains: tuple[str, ...]
+    alts: list[str]  # the expanded short names among them
+    encoded: bytes  # domains_bytes(domains)
+    lowered: list[str]  # in lower case, for the claims
+
+
+# A service's domains by (hostname, namespace, aliases): the same on every port.
+DomainsMemo = dict[tuple[str, str, Sequence[str]], ServiceDomains]
+
+
+def _service_domains(svc: Service, proxy_domain: str, aliases: Sequence[str]) -> ServiceDomains:
+    domains, alts = service_domains(svc, proxy_domain, aliases)
+    return ServiceDomains(
+        tuple(domains), alts, domains_bytes(domains), [d.lower() for d in domains]
+    )
 
 
 def build_virtual_hosts(
@@ -129,7 +144,7 @@ def build_virtual_hosts(
 ) -> list[VirtualHostParts]:
     """Virtual hosts in group order; a repeated vhost name or domain keeps the first.
     `aliases`: per service hostname, the alias hostnames that join its domains;
-    `domains_memo`: service domains already worked out for this proxy (read, not changed)."""
+    `domains_memo`: service domains worked out for this proxy class, filled as it goes."""
     aliases = aliases or {}
     memo: DomainsMemo = {} if domains_memo is None else domains_memo
     vhost_names = {
@@ -140,29 +155,33 @@ def build_virtual_hosts(
     taken: set[str] = set()
     out = []
     for group in groups:
-        if not group.routes:
+        routes = group.routes
+        if not routes:
             continue
-        entries: list[tuple[str, Service | None]] = [(h, None) for h in group.vs_hosts]
-        entries += [(s.hostname, s) for s in group.services]
-        for hostname, svc in entries:
+        for hostname in group.vs_hosts:  # VirtualService hosts that name no service
             name = vhost_names.get(hostname) or names.vhost_name(hostname, port)
+            if name not in taken:
+                taken.add(name)
+                domains = [_ipv6_safe(hostname)]
+                claimed = claims.claim(domains, [], [d.lower() for d in domains])
+                if claimed:
+                    out.append(VirtualHostParts(name, tuple(claimed), routes))
+        for svc in group.services:
+            hostname = svc.hostname
+            name = vhost_names[hostname]
             if name in taken:
                 continue
             taken.add(name)
-            alts: list[str]
-            encoded: bytes | None = None
-            if svc is None:
-                domains, alts = [_ipv6_safe(hostname)], []
-            else:
-                key = (hostname, svc.namespace, aliases.get(hostname, ()))
-                found = memo.get(key)
-                if found is None:
-                    domains, alts = service_domains(svc, proxy_domain, key[2])
-                    found = memo[key] = (domains, alts, domains_bytes(domains))
-                domains, alts, encoded = found
-            claimed = claims.claim(domains, alts)
-            if claimed:
+            key = (hostname, svc.namespace, aliases.get(hostname, ()))
+            found = memo.get(key)
+            if found is None:
+                found = memo[key] = _service_domains(svc, proxy_domain, key[2])
+            claimed = claims.claim(found.domains, found.alts, found.lowered)
+            if not claimed:
+                continue
+            if len(claimed) == len(found.domains):
                 # Usually every domain is kept: the bytes made for another port serve.
-                kept = encoded if len(claimed) == len(domains) else None
-                out.append(VirtualHostParts(name, tuple(claimed), group.routes, kept))
+                out.append(VirtualHostParts(name, found.domains, routes, found.encoded))
+            else:
+                out.append(VirtualHostParts(name, tuple(claimed), routes))
     return out

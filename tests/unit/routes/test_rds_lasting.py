@@ -1,0 +1,225 @@
+"""Route parts kept across pushes (routes/lasting.py): after any change, the next push's
+sidecar route configs are byte-identical to a cold build, and after a change of one
+VirtualService only that VirtualService is translated again."""
+
+from __future__ import annotations
+
+import pytest
+from tests.unit.routes.rds_helpers import SERVICES, pod, proxy_of, validate_routes
+
+from meshpilot.config.loader import LoadResult, load_text
+from meshpilot.model.push_context import PushContext, build_push_context
+from meshpilot.store.matching import changed_keys
+from meshpilot.xds.cache import carry_over
+from meshpilot.xds.generate.routes import generate_sidecar_routes
+from meshpilot.xds.generate.routes.lasting import ClassRoutes
+
+MESH = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: istio, namespace: istio-system}
+data:
+  mesh: |
+    defaultHttpRetryPolicy: {attempts: 2, retryOn: "5xx"}
+"""
+REVIEWS_VS = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews, namespace: default}
+spec:
+  hosts: [reviews]
+  http:
+  - match: [{uri: {prefix: /v2}}]
+    route: [{destination: {host: reviews, subset: v2}}]
+  - match: [{uri: {prefix: /details}}]
+    route: [{destination: {host: details.other.svc.cluster.local}}]
+  - route:
+    - {destination: {host: reviews, subset: v1}, weight: 90}
+    - {destination: {host: reviews, subset: v2}, weight: 10}
+"""
+RATINGS_VS = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: ratings, namespace: default}
+spec:
+  hosts: [ratings]
+  http:
+  - match: [{sourceLabels: {version: v7}}]
+    route: [{destination: {host: ratings}}]
+    timeout: 1s
+  - route: [{destination: {host: ratings}}]
+    timeout: 3s
+"""
+DETAILS_VS = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: details, namespace: other}
+spec:
+  hosts: [details]
+  http:
+  - match: [{uri: {prefix: /api}}]
+    delegate: {name: details-api, namespace: other}
+  - route: [{destination: {host: details}}]
+"""
+DELEGATE = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: details-api, namespace: other}
+spec:
+  http:
+  - route: [{destination: {host: details, port: {number: 9090}}}]
+"""
+REVIEWS_DR = """\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: reviews, namespace: default}
+spec:
+  host: reviews
+  subsets:
+  - {name: v1, labels: {version: v1}}
+  - {name: v2, labels: {version: v2}}
+"""
+# Seen by a client only while `details` is in its Sidecar's egress.
+DETAILS_DR = """\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: details, namespace: other}
+spec:
+  host: details
+  trafficPolicy: {loadBalancer: {consistentHash: {httpHeaderName: x-user}}}
+"""
+SIDECAR = """\
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: default}
+spec:
+  egress: [{hosts: ["*/*"]}]
+"""
+BASE = [
+    SIDECAR,
+    SERVICES,
+    pod("client"),
+    MESH,
+    REVIEWS_VS,
+    RATINGS_VS,
+    DETAILS_VS,
+    DELEGATE,
+    REVIEWS_DR,
+    DETAILS_DR,
+]
+
+# Each change, as (old document, new document): one input a virtual host reads.
+CHANGES = {
+    "virtual service": (
+        REVIEWS_VS,
+        REVIEWS_VS.replace("weight: 90", "weight: 80").replace("weight: 10", "weight: 20"),
+    ),
+    "virtual service gateway": (
+        RATINGS_VS,
+        RATINGS_VS.replace("hosts: [ratings]", "hosts: [ratings]\n  gateways: [ingress]"),
+    ),
+    "delegate": (DELEGATE, DELEGATE.replace("number: 9090", "number: 9080")),
+    "destination rule": (
+        REVIEWS_DR,
+        REVIEWS_DR
+        + ("  trafficPolicy: {loadBalancer: {consistentHash: {httpHeaderName: x-user}}}\n"),
+    ),
+    "service port": (
+        SERVICES,
+        SERVICES.replace(
+            "ports: [{name: http, port: 9080}]\n---\napiVersion: v1\nkind: Service\n"
+            "metadata: {name: details",
+            "ports: [{name: http, port: 9080}, {name: http-b, port: 9090}]\n---\napiVersion: v1\n"
+            "kind: Service\nmetadata: {name: details",
+        ),
+    ),
+    "service address": (SERVICES, SERVICES.replace("10.96.0.13", "10.96.0.99")),
+    "sidecar egress": (SIDECAR, SIDECAR.replace("*/*", "./*")),
+    "mesh config": (MESH, MESH.replace('attempts: 2, retryOn: "5xx"', "attempts: 4")),
+    "client labels": (pod("client"), pod("client", labels="{app: productpage, version: v7}")),
+}
+
+
+def _load(docs: list[str]) -> LoadResult:
+    result = load_text("\n---\n".join(d.strip() for d in docs))
+    assert not result.errors, [str(d) for d in result.errors]
+    return result
+
+
+def _next_push(
+    prev: PushContext, old: LoadResult, new: LoadResult
+) -> tuple[PushContext, LoadResult]:
+    """The next push as the server builds it: the store keeps the very objects it did not
+    read again, and route configs the change cannot touch are carried over."""
+    before = {o.key: o for o in old.objects}
+    after = {o.key: o for o in new.objects}
+    changed = changed_keys(before, after)
+    objects = [after[k] if k in changed else before[k] for k in sorted(after)]
+    mesh = old.mesh if old.mesh == new.mesh else new.mesh
+    push = build_push_context(objects, mesh, 2, None, prev, changed, None)
+    carry_over(prev, push, changed)
+    return push, LoadResult(objects=objects, mesh=mesh)
+
+
+def _routes(push: PushContext) -> dict[str, bytes]:
+    configs = generate_sidecar_routes(push, proxy_of(push, "client"), None)
+    return {c.name: c.SerializeToString() for c in configs}
+
+
+def _class_routes(push: PushContext) -> list[ClassRoutes]:
+    return [e for e in push.lasting.current.values() if isinstance(e, ClassRoutes)]
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_next_push_equals_a_cold_build(change: str) -> None:
+    old_doc, new_doc = CHANGES[change]
+    old = _load(BASE)
+    new_docs = [new_doc if d == old_doc else d for d in BASE]
+    new = _load(new_docs)
+    push0 = build_push_context(old.objects, old.mesh)
+    first = _routes(push0)
+    push1, _ = _next_push(push0, old, new)
+    warm = _routes(push1)
+    cold = _routes(build_push_context(new.objects, new.mesh))
+    assert warm == cold
+    assert warm != first, "the change must show in the route configs"
+    validate_routes(generate_sidecar_routes(push1, proxy_of(push1, "client"), None))
+
+
+def test_one_changed_virtual_service_is_the_only_one_translated_again() -> None:
+    old_doc, new_doc = CHANGES["virtual service"]
+    old = _load(BASE)
+    new = _load([new_doc if d == old_doc else d for d in BASE])
+    push0 = build_push_context(old.objects, old.mesh)
+    _routes(push0)
+    (kept,) = _class_routes(push0)
+    encoded_before, reused_before = kept.encoded, kept.reused
+    push1, _ = _next_push(push0, old, new)
+    _routes(push1)
+    assert _class_routes(push1) == [kept]
+    # reviews on 9080 again; ratings and details taken as they were.
+    assert kept.encoded - encoded_before == 1
+    assert kept.reused - reused_before >= 2
+
+
+def test_a_push_without_change_of_its_inputs_translates_nothing() -> None:
+    old = _load(BASE)
+    new = _load([*BASE, pod("other-client", labels="{app: other}")])
+    push0 = build_push_context(old.objects, old.mesh)
+    first = _routes(push0)
+    (kept,) = _class_routes(push0)
+    encoded = kept.encoded
+    push1, _ = _next_push(push0, old, new)
+    assert _routes(push1) == first
+    assert kept.encoded == encoded
+
+
+def test_parts_unused_for_two_pushes_are_dropped() -> None:
+    old = _load(BASE)
+    push0 = build_push_context(old.objects, old.mesh)
+    _routes(push0)
+    push1, loaded1 = _next_push(push0, old, old)
+    push2, _ = _next_push(push1, loaded1, loaded1)  # nobody asked for routes in push1
+    assert _class_routes(push1) == []
+    assert _class_routes(push2) == []
+    assert push2.lasting.get(next(iter(push0.lasting.current))) is None
