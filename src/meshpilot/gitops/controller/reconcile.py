@@ -287,7 +287,11 @@ class Reconciler:
         synced = self._load(key) or app
         findings = self.view.findings(wait=fresh)
         stale = not fresh and not self.view.findings_current()
-        state = self._assessed(refresh_app(synced, self.deps), findings.by_resource)
+        # the operation's own comparison after it, when the spec did not change meanwhile
+        done = outcome.after if outcome is not None else None
+        if done is None or synced.spec != app.spec:
+            done = refresh_app(synced, self.deps)
+        state = self._assessed(done, findings.by_resource)
         status = state.status(previous=synced.status)
         own_op = outcome is not None and outcome.phase is OperationPhase.ERROR
         if own_op and outcome is not None:

@@ -192,8 +192,9 @@ def _record(
     stored = (
         current.model if current is not None and isinstance(current.model, Application) else app
     )
-    status = refresh_app(stored, deps).status(previous=stored.status)
+    after = refresh_app(stored, deps)
+    status = after.status(previous=stored.status)
     if outcome.succeeded:
         outcome = replace(outcome, history_id=next_history_id(stored.status))
     save_status(deps.store, key, finished_status(status, stored, params, outcome))
-    return outcome
+    return replace(outcome, after=after)

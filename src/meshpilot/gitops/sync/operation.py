@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from meshpilot.config.duration import parse_duration
 from meshpilot.gitops.diff.keys import ResourceKey
@@ -28,6 +28,9 @@ from meshpilot.gitops.model import (
 from meshpilot.gitops.model.application import RetryStrategy
 from meshpilot.gitops.model.status import SyncOperationResult
 from meshpilot.gitops.sync.plan import SyncPlan
+
+if TYPE_CHECKING:
+    from meshpilot.gitops.refresh_state import AppState
 
 __all__ = [
     "OperationInProgress",
@@ -103,6 +106,9 @@ class SyncOutcome:
     started_at: str = ""
     finished_at: str = ""
     history_id: int | None = None
+    # The comparison the status after the operation was made from (against the spec's
+    # own targetRevision): a caller writing the status again need not compare again.
+    after: AppState | None = field(default=None, repr=False, compare=False)
 
     @property
     def succeeded(self) -> bool:
