@@ -42,6 +42,7 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import json
 import os
 import platform
@@ -197,7 +198,7 @@ class Client:
     bare: bool
     names: dict[str, tuple[str, ...]] = field(default_factory=dict)
     versions: dict[str, tuple[str, str]] = field(default_factory=dict)
-    out: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
+    out: list[bytes] = field(default_factory=list)  # requests to write, oldest first
     synced: asyncio.Event = field(default_factory=asyncio.Event)
     log: list[Received] = field(default_factory=list)
     recording: bool = False
@@ -233,10 +234,8 @@ class Client:
         )
         return base_pb2.Node(id=self.node_id, cluster="bench", metadata=meta)
 
-    async def requests(self) -> AsyncIterator[bytes]:
-        yield self.request(CDS, first=True)
-        while (req := await self.out.get()) is not None:
-            yield req
+    def first_request(self) -> bytes:
+        return self.request(CDS, first=True)
 
     def on_response(self, raw: bytes) -> None:
         recv = time.monotonic()
@@ -250,11 +249,11 @@ class Client:
                 first_time = dep_type not in self.names
                 self.names[dep_type] = deps
                 if deps or not first_time:
-                    self.out.put_nowait(self.request(dep_type))
-        self.out.put_nowait(self.request(t))  # the ACK
+                    self.out.append(self.request(dep_type))
+        self.out.append(self.request(t))  # the ACK
         if not self.bare and t == EDS and LDS not in self.names:
             self.names[LDS] = ()
-            self.out.put_nowait(self.request(LDS))  # clusters warmed: listeners next
+            self.out.append(self.request(LDS))  # clusters warmed: listeners next
         ack = time.monotonic()
         self.last_recv = ack
         if self.recording:
@@ -274,14 +273,27 @@ class Client:
                 response_deserializer=None,  # raw bytes: parsed in on_response
             )
             while True:
-                self.names, self.versions, self.out = dict(self.replay), {}, asyncio.Queue()
+                self.names, self.versions, self.out = dict(self.replay), {}, []
                 try:
-                    async for raw in method(self.requests()):
-                        self.on_response(raw)
+                    await self.converse(method())
                     return
                 except grpc.aio.AioRpcError as exc:
                     self.errors.append(f"{exc.code().name}: {exc.details()}")
                 await asyncio.sleep(0.5 + random.random())
+
+    async def converse(self, call: Any) -> None:
+        """Read a response, write what it calls for, read the next: one task per stream,
+        no request generator and queue between them (as cheap for the bare server's
+        streams as for discovery's), and a response is dropped once handled: held until
+        the next one, the sync's last 2-4 MB answers were freed (munmap) during the
+        first push, 0.17 s of this process's CPU at 1000 clients."""
+        await call.write(self.first_request())
+        while (raw := await call.read()) is not grpc.aio.EOF:
+            self.on_response(raw)
+            del raw
+            out, self.out = self.out, []
+            for req in out:
+                await call.write(req)
 
 
 _DDR = discovery_pb2.DeltaDiscoveryRequest
@@ -300,10 +312,8 @@ class DeltaClient(Client):
             req.node.CopyFrom(self.node())
         return bytes(req.SerializeToString())
 
-    async def requests(self) -> AsyncIterator[bytes]:
-        yield self.subscribe(CDS, first=True)
-        while (req := await self.out.get()) is not None:
-            yield req
+    def first_request(self) -> bytes:
+        return self.subscribe(CDS, first=True)
 
     def on_response(self, raw: bytes) -> None:
         recv = time.monotonic()
@@ -320,11 +330,11 @@ class DeltaClient(Client):
             new = tuple(n for n in deps if n not in known)
             if new:  # Envoy: subscribe first, then ACK
                 self.names[dep_type] = (*self.names.get(dep_type, ()), *new)
-                self.out.put_nowait(self.subscribe(dep_type, new))
-        self.out.put_nowait(_DDR(type_url=t, response_nonce=resp.nonce).SerializeToString())
+                self.out.append(self.subscribe(dep_type, new))
+        self.out.append(_DDR(type_url=t, response_nonce=resp.nonce).SerializeToString())
         if t == EDS and LDS not in self.names:
             self.names[LDS] = ()
-            self.out.put_nowait(self.subscribe(LDS))  # clusters warmed: listeners next
+            self.out.append(self.subscribe(LDS))  # clusters warmed: listeners next
         ack = time.monotonic()
         self.last_recv = ack
         if self.recording:
@@ -371,6 +381,11 @@ class Worker:
         }
 
     def start_recording(self) -> dict[str, Any]:
+        # The clients' state (a thousand subscriptions and version tables) out of the
+        # collector's sight (O(1)): full collections set off by a push's allocations walked
+        # it, 0.14 s of this process's CPU per endpoint push at 1000 clients (real and bare
+        # runs alike).
+        gc.freeze()
         self.mark = time.monotonic()
         self.cpu_mark = time.process_time()
         for c in self.clients:
@@ -402,10 +417,10 @@ class Worker:
         }
 
     async def close(self) -> dict[str, Any]:
+        gc.unfreeze()
         for c in self.clients:
             if not c.bare:
                 self.subscriptions[c.node_id] = dict(c.names)
-            c.out.put_nowait(None)
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)

@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -76,10 +76,17 @@ class WatchedResource:
 
 @dataclass(slots=True)
 class PushEvent:
-    """A push handed to the stream task; `done` resolves once it has been sent."""
+    """A push handed to the stream task; `finish` (once, however often called) reports it
+    sent. A plain callback, not a future: no loop callback per stream and push (B3)."""
 
     request: PushRequest
-    done: asyncio.Future[None]
+    on_done: Callable[[], None]
+    finished: bool = False
+
+    def finish(self) -> None:
+        if not self.finished:
+            self.finished = True
+            self.on_done()
 
 
 _ids = itertools.count(1)
@@ -261,6 +268,9 @@ class Connection:
     dependents: list[tuple[str, frozenset[str]]] = field(default_factory=list)
     # Bytes of large responses sent and not yet answered by a request (see SendBudget).
     charged: int = 0
+    # The stream task waits for its next event (xds/stream_loop.py): an ACK may be recorded
+    # by the reader then, without waking it.
+    idle: bool = False
 
     def hold(self, size: int) -> None:
         self.charged += size

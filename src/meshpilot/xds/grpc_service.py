@@ -240,13 +240,20 @@ async def send_responses(
             budget.release(sum(left))
 
 
-async def read_requests(requests: AsyncIterator[Any], conn: Connection, budget: SendBudget) -> None:
-    """Move requests to the stream task; the end of the stream (or an error) ends it. A
-    request shows that the client read what it was sent: its bytes leave the budget."""
+async def read_requests(
+    requests: AsyncIterator[Any],
+    conn: Connection,
+    budget: SendBudget,
+    take: Callable[[Connection, Any], bool] | None = None,
+) -> None:
+    """Move requests to the stream task (unless `take` handles one at once: a plain ACK,
+    xds/stream_loop.py); the end of the stream (or an error) ends it. A request shows that
+    the client read what it was sent: its bytes leave the budget."""
     try:
         async for request in requests:
             answered(conn, budget)
-            conn.events.put_nowait(request)
+            if take is None or not take(conn, request):
+                conn.events.put_nowait(request)
     except (grpc.aio.AioRpcError, asyncio.CancelledError):
         pass
     except Exception:

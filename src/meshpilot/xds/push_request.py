@@ -170,7 +170,11 @@ def _eds_subset(push: PushContext, names: frozenset[str], hosts: frozenset[str])
     assert isinstance(memo, dict)
     found = memo.get((names, hosts))
     if found is None:
-        found = memo[(names, hosts)] = frozenset(n for n in names if _host_of(n) in hosts)
+        # A name's host ends it (`|<host>`, `_.<host>`, or the name is the host): the C
+        # `endswith` sifts 4000 names before any is parsed (B3: ~1 ms per proxy class).
+        ends = tuple(hosts)
+        found = frozenset(n for n in names if n.endswith(ends) and _host_of(n) in hosts)
+        memo[(names, hosts)] = found
     assert isinstance(found, frozenset)
     return found
 

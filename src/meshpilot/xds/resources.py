@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import time
-import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -214,7 +214,8 @@ ALL_NAMES = frozenset({"*"})
 
 
 def new_nonce() -> str:
-    return uuid.uuid4().hex[:16]
+    """16 random hex digits (a uuid4 object per response cost 2 us more: B3, 1000 per push)."""
+    return os.urandom(8).hex()
 
 
 def requested_names(watched: WatchedResource) -> Collection[str] | None:
