@@ -17,11 +17,12 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Endpoint, Locality, Protocol, Service, ServicePort
 from meshpilot.xds.generate import endpoint_groups
 from meshpilot.xds.generate.endpoint_groups import assignment_endpoints, group_bytes
+from meshpilot.xds.generate.endpoint_wire import ADDRESS_HEADS, unframe
 from meshpilot.xds.generate.service_targets import service_targets
 from meshpilot.xds.wire import length_delimited
 from tests.conftest import proxy_for, push_from_text
 
-_HEADS = endpoint_groups._ADDRESS_HEADS
+_HEADS = ADDRESS_HEADS
 
 
 @pytest.mark.parametrize("size", [0, 1, 20, 60, len(_HEADS) - 1])
@@ -87,8 +88,9 @@ def test_lb_endpoints_equal_upb_serialization_and_groups_follow_locality(address
         assert groups.ends == (1, 2)
         for ep, lb in zip(groups.endpoints, groups.lb_endpoints, strict=True):
             shared = encoder._shared_part_of(ep)
-            assert lb.startswith(shared)  # the workload's part, then the address
-            assert ec_pb2.LbEndpoint.FromString(lb) == _upb_lb_endpoint(ep, shared)
+            # A lb_endpoints field (tag 2): the workload's part, then the address.
+            assert lb[0] == 0x12 and unframe(lb).startswith(shared)
+            assert ec_pb2.LbEndpoint.FromString(unframe(lb)) == _upb_lb_endpoint(ep, shared)
         parsed = [
             ec_pb2.LocalityLbEndpoints.FromString(g) for g in group_bytes(push, svc, port, None)
         ]
@@ -105,7 +107,8 @@ def test_long_addresses_take_the_generic_path() -> None:
     encoder = endpoint_groups._Encoder(peer_authn(push), lambda s, p: (ep,))
     groups = encoder.groups(svc, 80)
     shared = encoder._shared_part_of(ep)
-    assert ec_pb2.LbEndpoint.FromString(groups.lb_endpoints[0]) == _upb_lb_endpoint(ep, shared)
+    lb = unframe(groups.lb_endpoints[0])
+    assert ec_pb2.LbEndpoint.FromString(lb) == _upb_lb_endpoint(ep, shared)
     assert groups.endpoints == (ep,)  # already in order: the registry's own tuple
 
 

@@ -1,12 +1,13 @@
 """A service port's endpoints as serialized LocalityLbEndpoints, built once per push.
 
 EDS assignments are assembled from these bytes (endpoints.py): a subset's assignment
-filters the port's groups, the port's own assignment takes them as they are. Each
-LbEndpoint is the serialized part its workload's replicas share (health, weight, Istio's
-metadata) followed by the replica's address; the per-push memos live on one `_Encoder`
-so that the loop over thousands of endpoints reads attributes, not `push.memo` entries.
-A port's groups are one flat `_PortGroups` (its endpoints in group order, and where each
-group ends): what the memo keeps alive is a few objects per port, not several per locality.
+filters the port's groups, the port's own assignment takes them as they are. Everything is
+kept already framed for the message that holds it (each LbEndpoint as a
+`LocalityLbEndpoints.lb_endpoints` field, each group as a `ClusterLoadAssignment.endpoints`
+field), so assembling an assignment joins bytes and frames nothing. Each LbEndpoint is the
+serialized part its workload's replicas share (health, weight, Istio's metadata) followed by
+the replica's address. A port's groups are one flat `_PortGroups` (its endpoints in group
+order, and where each group ends): a few objects per port, not several per locality.
 """
 
 from __future__ import annotations
@@ -14,23 +15,31 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
-from envoy.config.core.v3 import address_pb2, base_pb2, health_check_pb2
-from envoy.config.endpoint.v3 import endpoint_components_pb2 as ec_pb2
-from envoy.config.endpoint.v3 import endpoint_pb2
+from envoy.config.core.v3 import base_pb2
 
 from meshpilot.config.istio.peer_authentication import MtlsMode
 from meshpilot.model.indexes.authn import PeerAuthnIndex, peer_authn
 from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Endpoint, Locality, Service
 from meshpilot.registry.workloads import workload_metadata
-from meshpilot.xds.generate.struct_bytes import metadata, string_value, struct
-from meshpilot.xds.wire import field_number, length_delimited, tag, varint
+from meshpilot.xds.generate.endpoint_wire import (
+    ADDRESS_HEADS,
+    GROUP_LOCALITY_TAG,
+    LB_ENDPOINTS_TAG,
+    ONE_BYTE,
+    PORT_TAG,
+    SOCKET_ADDRESS_TAG,
+    TLS_MATCH_KEY,
+    framed_group,
+    lb_endpoint_address,
+    shared_part,
+    unframe,
+)
+from meshpilot.xds.wire import varint
 
 __all__ = ["TLS_MATCH_KEY", "assignment_endpoints", "group_bytes"]
 
-TLS_MATCH_KEY = "envoy.transport_socket_match"
 _MEMO = "endpoints.encoder"
 
 
@@ -39,52 +48,67 @@ def group_bytes(
 ) -> list[bytes]:
     """Serialized LocalityLbEndpoints of a service port, filtered by subset labels."""
     groups = _encoder(push).groups(svc, port)
-    if not subset_labels:
-        return list(groups.serialized)
-    out = []
-    wanted = list(subset_labels.items())
-    eps, start = groups.endpoints, 0
-    for i, end in enumerate(groups.ends):
-        if len(wanted) == 1:  # the usual subset (`version: v1`): no generator per endpoint
-            k, v = wanted[0]
-            members = [j for j in range(start, end) if eps[j].labels.get(k) == v]
-        else:
-            members = [
-                j for j in range(start, end) if all(eps[j].labels.get(k) == v for k, v in wanted)
-            ]
-        if len(members) == end - start:
-            out.append(groups.serialized[i])
-        elif members:
-            lbs = [groups.lb_endpoints[j] for j in members]
-            weight = sum(eps[j].weight for j in members)
-            out.append(_serialize_group(groups.localities[i], lbs, weight))
-        start = end
-    return out
+    framed = groups.framed if not subset_labels else subset_groups(groups, subset_labels)
+    return [unframe(g) for g in framed]
 
 
 def assignment_endpoints(
     push: PushContext, svc: Service, port: int, subset_labels: Mapping[str, str] | None
 ) -> bytes:
-    """`group_bytes` as the `endpoints` fields of a ClusterLoadAssignment; without subset
-    labels (a port's own assignment) framed once per push."""
-    if subset_labels:
-        return b"".join(
-            _frame(_CLA_ENDPOINTS_TAG, g) for g in group_bytes(push, svc, port, subset_labels)
-        )
-    return _encoder(push).groups(svc, port).framed
+    """`group_bytes` as the `endpoints` fields of a ClusterLoadAssignment."""
+    return port_endpoints(_encoder(push).groups(svc, port), subset_labels)
+
+
+def port_endpoints(groups: _PortGroups, subset_labels: Mapping[str, str] | None) -> bytes:
+    """A port's groups (filtered by subset labels) as ClusterLoadAssignment.endpoints."""
+    if not subset_labels:
+        return groups.all_framed
+    return b"".join(subset_groups(groups, subset_labels))
+
+
+def subset_groups(groups: _PortGroups, subset_labels: Mapping[str, str]) -> Sequence[bytes]:
+    """The framed groups of the endpoints carrying `subset_labels`: a group whose every
+    endpoint matches is taken as it is, a group partly matching is framed anew."""
+    eps = groups.endpoints
+    wanted = list(subset_labels.items())
+    if len(wanted) == 1:  # the usual subset (`version: v1`): no generator per endpoint
+        k, v = wanted[0]
+        picked = [ep.labels.get(k) == v for ep in eps]
+    else:
+        picked = [all(ep.labels.get(k) == v for k, v in wanted) for ep in eps]
+    if all(picked):
+        return groups.framed
+    out = []
+    start = 0
+    for i, end in enumerate(groups.ends):
+        if end - start == 1:  # one endpoint in the locality: in or out
+            if picked[start]:
+                out.append(groups.framed[i])
+        else:
+            members = [j for j in range(start, end) if picked[j]]
+            if len(members) == end - start:
+                out.append(groups.framed[i])
+            elif members:
+                weight = 0
+                for j in members:
+                    weight += eps[j].weight
+                lbs = [groups.lb_endpoints[j] for j in members]
+                out.append(framed_group(groups.localities[i], lbs, weight))
+        start = end
+    return out
 
 
 @dataclass(slots=True)
 class _PortGroups:
     """A service port's healthy endpoints by locality: group i is the endpoints (and
-    serialized LbEndpoints) from `ends[i - 1]` (0 for the first) up to `ends[i]`."""
+    LbEndpoints) from `ends[i - 1]` (0 for the first) up to `ends[i]`."""
 
     endpoints: Sequence[Endpoint]  # in group order
-    lb_endpoints: Sequence[bytes]  # serialized LbEndpoint per endpoint
+    lb_endpoints: Sequence[bytes]  # LbEndpoint per endpoint, as a lb_endpoints field
     ends: Sequence[int]
-    localities: Sequence[bytes]  # serialized envoy.config.core.v3.Locality, empty for none
-    serialized: Sequence[bytes]  # each group's LocalityLbEndpoints
-    framed: bytes  # all groups as ClusterLoadAssignment.endpoints fields
+    localities: Sequence[bytes]  # LocalityLbEndpoints.locality fields, empty for none
+    framed: Sequence[bytes]  # each group as a ClusterLoadAssignment.endpoints field
+    all_framed: bytes  # all of them
 
 
 def _encoder(push: PushContext) -> _Encoder:
@@ -96,6 +120,11 @@ def _encoder(push: PushContext) -> _Encoder:
     return found
 
 
+def encoder(push: PushContext) -> _Encoder:
+    """The push's encoder (for a loop over many assignments: one memo lookup)."""
+    return _encoder(push)
+
+
 class _Encoder:
     """One push's encoded groups and the parts they share."""
 
@@ -105,7 +134,6 @@ class _Encoder:
         "_groups",
         "_labels",
         "_localities",
-        "_locality_names",
         "_no_peer_authn",
         "_peer_authn",
         "_ports",
@@ -119,10 +147,10 @@ class _Encoder:
         self._no_peer_authn = index.empty  # read per endpoint
         self._endpoints = endpoints
         self._groups: dict[tuple[str, str, int], _PortGroups] = {}
-        self._localities: dict[tuple[str, str, str], bytes] = {}
-        self._locality_names: dict[tuple[str, str, str], str] = {}  # str(Locality), for sorting
+        # By the locality's fields: (str(Locality), for sorting; the framed locality field).
+        self._localities: dict[tuple[str, str, str], tuple[str, bytes]] = {}
         self._shared: dict[tuple[str, str, int], bytes] = {}  # by (workload, tlsMode, weight)
-        self._by_pod: dict[str, bytes] = {}  # _shared_part
+        self._by_pod: dict[str, bytes] = {}  # _shared_part_of
         self._labels: list[Mapping[str, str]] = []  # keeps _by_pod's ids unique
         self._ports: dict[int, bytes] = {}  # SocketAddress.port_value fields
 
@@ -135,7 +163,6 @@ class _Encoder:
             return found
         # Keyed by the locality's fields: a plain tuple hashes in C, the dataclass in Python.
         by_locality: dict[tuple[str, str, str], list[Endpoint]] = {}
-        names = self._locality_names
         registered = self._endpoints(svc, port)
         for ep in registered:
             if ep.healthy:
@@ -144,50 +171,47 @@ class _Encoder:
                 members = by_locality.get(where)
                 if members is None:
                     by_locality[where] = [ep]
-                    if where not in names:
-                        names[where] = str(loc)
                 else:
                     members.append(ep)
-        order = sorted(by_locality, key=names.__getitem__) if len(by_locality) > 1 else by_locality
-        ordered: list[Endpoint] = []
-        ends, localities = [], []
-        for where in order:
-            ordered += by_locality[where]
-            ends.append(len(ordered))
-            localities.append(self._locality(where, by_locality[where][0].locality))
-        endpoints: Sequence[Endpoint] = ordered
-        if len(ordered) == len(registered) and all(map(operator.is_, ordered, registered)):
-            endpoints = registered  # already in group order: keep no list of our own
-        # A tuple of bytes: the collector stops tracking it, a list it walks every time.
-        lbs = tuple([self._lb_endpoint(ep) for ep in endpoints])
-        serialized, start = [], 0
-        for locality, end in zip(localities, ends, strict=True):
+        localities = self._localities
+        for where in by_locality:
+            if where not in localities:
+                loc = by_locality[where][0].locality
+                localities[where] = (str(loc), _locality_field(loc) if any(where) else b"")
+        order = sorted(by_locality, key=localities.__getitem__) if len(by_locality) > 1 else None
+        lb_endpoint = self._lb_endpoint
+        lbs: list[bytes] = []
+        ends, fields, framed = [], [], []
+        for where in order or by_locality:
+            members = by_locality[where]
+            group = [lb_endpoint(ep) for ep in members]
+            lbs += group
+            ends.append(len(lbs))
             weight = 0
-            for ep in endpoints[start:end]:
+            for ep in members:
                 weight += ep.weight
-            serialized.append(_serialize_group(locality, lbs[start:end], weight))
-            start = end
-        framed = b"".join([_frame(_CLA_ENDPOINTS_TAG, g) for g in serialized])
+            field = localities[where][1]
+            fields.append(field)
+            framed.append(framed_group(field, group, weight))
+        endpoints: Sequence[Endpoint] = registered
+        if len(lbs) != len(registered) or order is not None:
+            ordered = [ep for where in order or by_locality for ep in by_locality[where]]
+            if len(ordered) != len(registered) or not all(map(operator.is_, ordered, registered)):
+                endpoints = ordered  # else already in group order: keep no list of our own
+        # Tuples of bytes: the collector stops tracking them, lists it walks every time.
         found = self._groups[key] = _PortGroups(
-            endpoints, lbs, tuple(ends), tuple(localities), tuple(serialized), framed
+            endpoints,
+            tuple(lbs),
+            tuple(ends),
+            tuple(fields),
+            tuple(framed),
+            framed[0] if len(framed) == 1 else b"".join(framed),
         )
         return found
 
-    def _locality(self, where: tuple[str, str, str], locality: Locality) -> bytes:
-        found = self._localities.get(where)
-        if found is None:
-            found = self._localities[where] = (
-                base_pb2.Locality(
-                    region=locality.region, zone=locality.zone, sub_zone=locality.subzone
-                ).SerializeToString()
-                if any(where)
-                else b""
-            )
-        return found
-
     def _lb_endpoint(self, ep: Endpoint) -> bytes:
-        """A serialized LbEndpoint: the shared part, then this replica's address (its three
-        enclosing headers from one table when the address is short, as addresses are)."""
+        """A LbEndpoint as a lb_endpoints field: the shared part, then this replica's
+        address (its enclosing headers from one table when the address is short)."""
         if self._no_peer_authn:
             # A pod serving several ports gets the shared part once: without
             # PeerAuthentications it depends on the pod's labels object, workload,
@@ -202,16 +226,19 @@ class _Encoder:
             prefix = self._shared_part_of(ep)
         port = self._ports.get(ep.port)
         if port is None:
-            port = self._ports[ep.port] = _PORT_TAG + varint(ep.port)
+            port = self._ports[ep.port] = PORT_TAG + varint(ep.port)
         address = ep.address.encode()
-        if len(address) < 0x80:
-            socket = _SOCKET_ADDRESS_TAG + _ONE_BYTE[len(address)] + address + port
-            if len(socket) < len(_ADDRESS_HEADS):
-                return prefix + _ADDRESS_HEADS[len(socket)] + socket
-        socket = length_delimited(_SOCKET_ADDRESS, address) + port
-        return prefix + length_delimited(
-            _LB_ENDPOINT, length_delimited(_ENDPOINT_ADDRESS, length_delimited(_SOCKET, socket))
-        )
+        n = len(address)
+        if n < 0x80:
+            socket = SOCKET_ADDRESS_TAG + ONE_BYTE[n] + address + port
+            if len(socket) < len(ADDRESS_HEADS):
+                size = len(prefix) + len(ADDRESS_HEADS[len(socket)]) + len(socket)
+                head = LB_ENDPOINTS_TAG + (
+                    ONE_BYTE[size] if size < 0x80 else bytes((size & 0x7F | 0x80, size >> 7))
+                )
+                if size < 0x4000:
+                    return head + prefix + ADDRESS_HEADS[len(socket)] + socket
+        return lb_endpoint_address(prefix, address, port)
 
     def _shared_part_of(self, ep: Endpoint) -> bytes:
         """Health, weight and Istio's metadata (`istio.workload`, tlsMode), serialized."""
@@ -224,16 +251,7 @@ class _Encoder:
         key = (workload, tls_mode, ep.weight)
         found = self._shared.get(key)
         if found is None:
-            # Metadata entries concatenate: the tlsMode one is the same for most workloads.
-            md = _tls_mode_entry(tls_mode) if tls_mode else b""
-            if workload:
-                md = metadata([("istio", struct([("workload", string_value(workload))]))]) + md
-            found = _HEALTHY + length_delimited(
-                _LB_WEIGHT, _UINT32_VALUE + varint(ep.weight) if ep.weight else b""
-            )
-            if md:
-                found += length_delimited(_LB_METADATA, md)
-            self._shared[key] = found
+            found = self._shared[key] = shared_part(workload, tls_mode, ep.weight)
         return found
 
     def _mtls_disabled(self, ep: Endpoint) -> bool:
@@ -244,57 +262,9 @@ class _Encoder:
         return index.for_workload(ep.namespace, ep.labels).for_port(ep.port) is MtlsMode.DISABLE
 
 
-@lru_cache(maxsize=8)
-def _tls_mode_entry(tls_mode: str) -> bytes:
-    """The `envoy.transport_socket_match` entry of endpoint metadata (tlsMode)."""
-    return metadata([(TLS_MATCH_KEY, struct([("tlsMode", string_value(tls_mode))]))])
-
-
-def _frame(field_tag: bytes, payload: bytes) -> bytes:
-    """wire.length_delimited with the tag already encoded (thousands per push)."""
-    n = len(payload)
-    return field_tag + (_ONE_BYTE[n] if n < 0x80 else varint(n)) + payload
-
-
-def _serialize_group(locality: bytes, lbs: Sequence[bytes], weight: int) -> bytes:
-    parts = [_frame(_GROUP_LOCALITY_TAG, locality)] if locality else []
-    parts += [_frame(_GROUP_LB_ENDPOINTS_TAG, lb) for lb in lbs]
-    parts.append(_frame(_GROUP_WEIGHT_TAG, _UINT32_VALUE + varint(weight)))
-    return b"".join(parts)
-
-
-_ONE_BYTE = tuple(varint(n) for n in range(0x80))
-_CLA_ENDPOINTS_TAG = tag(field_number(endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR, "endpoints"))
-_GROUP_LOCALITY_TAG = tag(field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "locality"))
-_GROUP_LB_ENDPOINTS_TAG = tag(field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "lb_endpoints"))
-_GROUP_WEIGHT_TAG = tag(
-    field_number(ec_pb2.LocalityLbEndpoints.DESCRIPTOR, "load_balancing_weight")
-)
-_UINT32_VALUE = b"\x08"  # google.protobuf.UInt32Value.value: field 1, varint
-_LB_ENDPOINT = field_number(ec_pb2.LbEndpoint.DESCRIPTOR, "endpoint")
-_LB_METADATA = field_number(ec_pb2.LbEndpoint.DESCRIPTOR, "metadata")
-_LB_WEIGHT = field_number(ec_pb2.LbEndpoint.DESCRIPTOR, "load_balancing_weight")
-# health_status = HEALTHY: a varint field, so spelled out (tag, value).
-_HEALTHY = bytes(
-    [field_number(ec_pb2.LbEndpoint.DESCRIPTOR, "health_status") << 3, health_check_pb2.HEALTHY]
-)
-_ENDPOINT_ADDRESS = field_number(ec_pb2.Endpoint.DESCRIPTOR, "address")
-_SOCKET = field_number(address_pb2.Address.DESCRIPTOR, "socket_address")
-_SOCKET_ADDRESS = field_number(address_pb2.SocketAddress.DESCRIPTOR, "address")
-_SOCKET_ADDRESS_TAG = tag(_SOCKET_ADDRESS)
-# port_value is a varint field: tag = number << 3 | 0
-_PORT_TAG = varint(field_number(address_pb2.SocketAddress.DESCRIPTOR, "port_value") << 3)
-
-
-def _address_head(n: int) -> bytes:
-    """The LbEndpoint.endpoint, Endpoint.address and Address.socket_address headers
-    around a serialized SocketAddress of `n` bytes: what three length_delimited calls
-    would write, as one precomputed piece (each tag is one byte)."""
-    socket_head = tag(_SOCKET) + varint(n)
-    address_head = tag(_ENDPOINT_ADDRESS) + varint(n + len(socket_head))
-    inner = n + len(socket_head) + len(address_head)
-    return tag(_LB_ENDPOINT) + varint(inner) + address_head + socket_head
-
-
-# Up to the size where every header length still takes one byte.
-_ADDRESS_HEADS = tuple(_address_head(n) for n in range(0x7C))
+def _locality_field(locality: Locality) -> bytes:
+    """The LocalityLbEndpoints.locality field of a locality."""
+    body: bytes = base_pb2.Locality(
+        region=locality.region, zone=locality.zone, sub_zone=locality.subzone
+    ).SerializeToString()
+    return GROUP_LOCALITY_TAG + varint(len(body)) + body

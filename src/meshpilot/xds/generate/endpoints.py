@@ -12,12 +12,12 @@ from envoy.config.endpoint.v3 import endpoint_pb2
 from meshpilot.model.indexes.destination_rules import BoundDestinationRule
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
-from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.registry.model import Service
 from meshpilot.xds.generate.batch_parse import parse_many
-from meshpilot.xds.generate.endpoint_groups import assignment_endpoints, group_bytes
+from meshpilot.xds.generate.endpoint_groups import encoder, group_bytes, port_endpoints
+from meshpilot.xds.generate.endpoint_wire import ONE_BYTE
 from meshpilot.xds.names import parse_cluster_name
-from meshpilot.xds.wire import field_number, length_delimited
+from meshpilot.xds.wire import field_number, tag, varint
 
 if TYPE_CHECKING:
     from meshpilot.xds.generate.endpoint_locality import LocalityPlan
@@ -42,19 +42,20 @@ def generate_endpoints(
         memo = push.memo.setdefault(("eds", proxy_class), {})
         plans = push.memo.setdefault(("eds.locality", proxy_class), {})  # by cluster name
         assert isinstance(memo, dict) and isinstance(plans, dict)
-        scope = push.proxy_scope(proxy)
+        assembler = _Assembler(push, proxy, plans, locality_plan)
+        wanted = sorted(names or ())
+        built, bodies = [], []
+        for name in wanted:
+            if name not in memo:
+                body = assembler.body(name)
+                if body is None:
+                    memo[name] = _NONE
+                else:
+                    built.append(name)
+                    bodies.append(body)
+        memo.update(zip(built, parse_many(endpoint_pb2.ClusterLoadAssignment, bodies), strict=True))
         shared: list[endpoint_pb2.ClusterLoadAssignment] = []
         localized: list[tuple[int, LocalityPlan]] = []
-        resolved: dict[str, _Resolved] = {}  # a service's clusters: one lookup
-        wanted = sorted(names or ())
-        missing = [n for n in wanted if n not in memo]
-        bodies = [
-            _assignment(push, proxy, scope, n, resolved, plans, locality_plan) for n in missing
-        ]
-        built = [n for n, b in zip(missing, bodies, strict=True) if b is not None]
-        parsed = parse_many(endpoint_pb2.ClusterLoadAssignment, [b for b in bodies if b])
-        memo.update(dict.fromkeys(missing, _NONE))
-        memo.update(zip(built, parsed, strict=True))
         for name in wanted:
             cla = memo[name]
             if cla is not _NONE:
@@ -87,47 +88,69 @@ _PlanOf = Callable[
 ]
 
 
-def _assignment(
-    push: PushContext,
-    proxy: Proxy,
-    scope: SidecarScope,
-    name: str,
-    resolved: dict[str, _Resolved],
-    plans: dict[str, LocalityPlan],
-    locality_plan: _PlanOf,
-) -> bytes | None:
-    """The serialized shared assignment of cluster `name` (or None); records in `plans` how locality
-    LB rewrites it per proxy, if it does. (Plain messages in the memo: thousands of small
-    wrapper objects cost more in garbage collection than they saved.) `locality_plan` is
-    endpoint_locality's, passed in: imported here it was an import statement per name."""
-    parsed = parse_cluster_name(name)
-    if parsed is None or parsed[0] != "outbound":
-        return None
-    _, port, subset, hostname = parsed
-    if hostname in resolved:
-        found = resolved[hostname]
-    else:
-        svc = scope.service(hostname)
-        rule = push.destination_rule(proxy, svc) if svc is not None else None
-        by_name: dict[str, Mapping[str, str]] = {}
-        for s in reversed(rule.obj.model.spec.subsets if rule else ()):
-            by_name[s.name] = s.labels  # the first subset of a name wins
-        localizes = _may_localize(push, rule)
-        found = resolved[hostname] = (svc, rule, by_name, localizes) if svc is not None else None
-    if found is None:
-        return None
-    svc, rule, by_name, localizes = found
-    labels = by_name.get(subset) if subset else None
-    if subset and labels is None:
-        return None
-    # Assembled from the cached serialized groups, parsed with the others: no copies.
-    body = length_delimited(_CLA_NAME, name.encode()) + assignment_endpoints(
-        push, svc, port, labels
-    )
-    plan = locality_plan(push, svc, port, subset, rule) if localizes else None
-    if plan is not None:
-        plans[name] = plan
-    return body
+class _Assembler:
+    """A proxy class's serialized shared assignments, by cluster name. `plans` records how
+    locality LB rewrites an assignment per proxy, for those it does. (Plain messages in the
+    memo: thousands of small wrapper objects cost more in garbage collection than they
+    saved.) `locality_plan` is endpoint_locality's, passed in: imported here it was an
+    import statement per name."""
+
+    __slots__ = ("_groups", "_locality_plan", "_plans", "_proxy", "_push", "_resolved", "_scope")
+
+    def __init__(
+        self,
+        push: PushContext,
+        proxy: Proxy,
+        plans: dict[str, LocalityPlan],
+        locality_plan: _PlanOf,
+    ) -> None:
+        self._push, self._proxy, self._plans = push, proxy, plans
+        self._locality_plan = locality_plan
+        self._scope = push.proxy_scope(proxy)
+        self._resolved: dict[str, _Resolved] = {}  # a service's clusters: one lookup
+        self._groups = encoder(push).groups
+
+    def body(self, name: str) -> bytes | None:
+        """The serialized assignment of cluster `name`, None if it has none."""
+        parts = name.split("|")
+        if len(parts) == 4 and parts[1].isdigit():  # the form CDS names clusters in
+            if parts[0] != "outbound":
+                return None
+            port, subset, hostname = int(parts[1]), parts[2], parts[3]
+        else:
+            parsed = parse_cluster_name(name)
+            if parsed is None or parsed[0] != "outbound":
+                return None
+            _, port, subset, hostname = parsed
+        resolved = self._resolved
+        found = resolved[hostname] if hostname in resolved else self._resolve(hostname)
+        if found is None:
+            return None
+        svc, rule, by_name, localizes = found
+        labels = by_name.get(subset) if subset else None
+        if subset and labels is None:
+            return None
+        if localizes:
+            plan = self._locality_plan(self._push, svc, port, subset, rule)
+            if plan is not None:
+                self._plans[name] = plan
+        # Assembled from the push's framed groups, parsed with the others: no copies.
+        encoded = name.encode()
+        n = len(encoded)
+        head = _CLA_NAME_TAG + (ONE_BYTE[n] if n < 0x80 else varint(n))
+        return head + encoded + port_endpoints(self._groups(svc, port), labels)
+
+    def _resolve(self, hostname: str) -> _Resolved:
+        svc = self._scope.service(hostname)
+        found = None
+        if svc is not None:
+            rule = self._push.destination_rule(self._proxy, svc)
+            by_name: dict[str, Mapping[str, str]] = {}
+            for s in reversed(rule.obj.model.spec.subsets if rule else ()):
+                by_name[s.name] = s.labels  # the first subset of a name wins
+            found = (svc, rule, by_name, _may_localize(self._push, rule))
+        self._resolved[hostname] = found
+        return found
 
 
 def _may_localize(push: PushContext, rule: BoundDestinationRule | None) -> bool:
@@ -156,4 +179,4 @@ def locality_endpoints(
     ]
 
 
-_CLA_NAME = field_number(endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR, "cluster_name")
+_CLA_NAME_TAG = tag(field_number(endpoint_pb2.ClusterLoadAssignment.DESCRIPTOR, "cluster_name"))

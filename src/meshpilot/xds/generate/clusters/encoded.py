@@ -11,6 +11,7 @@ sub-messages merge, exactly as the field-by-field writes on an empty-valued temp
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import base_pb2
@@ -65,13 +66,27 @@ def identity_fields(name: str, eds: bool) -> bytes:
 def metadata_field(istio_struct: bytes, subset: str) -> bytes:
     """`metadata.filter_metadata.istio` from the service's serialized Struct, with the
     subset's `subset` entry appended (a later map entry of the same key wins on parse, as
-    `Struct["subset"] = ...` would)."""
+    `Struct["subset"] = ...` would). The headers depend only on lengths: from tables."""
     if subset:
-        value = length_delimited(_STRING_VALUE, subset.encode())
-        entry = _SUBSET_KEY + length_delimited(_MAP_VALUE, value)
-        istio_struct += length_delimited(_STRUCT_FIELDS, entry)
-    entry = _ISTIO_KEY + length_delimited(_MAP_VALUE, istio_struct)
-    return length_delimited(_METADATA, length_delimited(_FILTER_METADATA, entry))
+        encoded = subset.encode()
+        istio_struct += _subset_head(len(encoded)) + encoded
+    return _metadata_head(len(istio_struct)) + istio_struct
+
+
+@lru_cache(maxsize=512)
+def _subset_head(n: int) -> bytes:
+    """The Struct `fields` entry `subset` up to its string of `n` bytes."""
+    value = length_delimited(_STRING_VALUE, b"\0" * n)
+    entry = length_delimited(_STRUCT_FIELDS, _SUBSET_KEY + length_delimited(_MAP_VALUE, value))
+    return entry[: len(entry) - n]
+
+
+@lru_cache(maxsize=1024)
+def _metadata_head(n: int) -> bytes:
+    """Cluster.metadata with filter_metadata `istio` up to its Struct of `n` bytes."""
+    entry = _ISTIO_KEY + length_delimited(_MAP_VALUE, b"\0" * n)
+    field = length_delimited(_METADATA, length_delimited(_FILTER_METADATA, entry))
+    return field[: len(field) - n]
 
 
 def socket_matches_field(first: bytes, first_config: bytes, rest: bytes) -> bytes:

@@ -21,6 +21,7 @@ their tlsMode metadata, see endpoints.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import base_pb2
@@ -64,6 +65,7 @@ ISTIO_TLS_MODE = "istio"
 _MATCH_ISTIO = "tlsMode-istio"
 _MATCH_DISABLED = "tlsMode-disabled"
 _TEMPLATES = "clusters.istio_mutual"
+_VALIDATIONS = "clusters.istio_mutual.validation"
 _TRUST_DOMAINS = "clusters.trust_domains"
 # The secrets an ISTIO_MUTUAL context refers to (istio_mutual_context).
 MUTUAL_SDS_NAMES = frozenset((SDS_DEFAULT, SDS_ROOTCA))
@@ -175,13 +177,20 @@ def istio_mutual_socket(
 def _context_bytes(push: PushContext, sans: Sequence[str], http2: bool) -> bytes:
     """The serialized context without SNI, built once per push for each (identities,
     HTTP/2): SNI (field 2) is the last field set, so appending it gives the same bytes as
-    serializing the full message."""
+    serializing the full message. The validation part, which depends on the identities
+    alone, is shared by both HTTP/2 variants."""
     templates = push.memo.setdefault(_TEMPLATES, {})
     assert isinstance(templates, dict)
-    key = (tuple(sans), http2)
+    identities = tuple(sans)
+    key = (identities, http2)
     found: bytes | None = templates.get(key)
     if found is None:
-        found = templates[key] = mutual_context_bytes(sans, http2)
+        validations = push.memo.setdefault(_VALIDATIONS, {})
+        assert isinstance(validations, dict)
+        combined = validations.get(identities)
+        if combined is None:
+            combined = validations[identities] = _combined_field(identities)
+        found = templates[key] = _with_common_head(combined, http2)
     return found
 
 
@@ -189,18 +198,30 @@ def mutual_context_bytes(sans: Sequence[str], http2: bool) -> bytes:
     """`istio_mutual_context("", sans, http2).SerializeToString()`, concatenated from
     serialized parts in field-number order (the same bytes; a test holds them equal): one
     per destination identity, so thousands per push."""
+    return _with_common_head(_combined_field(sans), http2)
+
+
+def _combined_field(sans: Sequence[str]) -> bytes:
+    """CommonTlsContext.combined_validation_context: the identities, then ROOTCA."""
     matchers = b"".join(
-        length_delimited(
-            _SANS,
-            (_SAN_URI if n.startswith("spiffe://") else _SAN_DNS)
-            + length_delimited(_SANS_MATCHER, length_delimited(_EXACT, n.encode())),
-        )
-        for n in sans
+        [
+            length_delimited(
+                _SANS,
+                (_SAN_URI if n.startswith("spiffe://") else _SAN_DNS)
+                + length_delimited(_SANS_MATCHER, length_delimited(_EXACT, n.encode())),
+            )
+            for n in sans
+        ]
     )
     # default_validation_context is always present (SetInParent), so framed even when empty.
     combined = length_delimited(_DEFAULT_VALIDATION, matchers) + _ROOTCA_PART
-    common = _COMMON_HEAD[http2] + length_delimited(_COMBINED, combined)
-    return length_delimited(_COMMON, common)
+    return length_delimited(_COMBINED, combined)
+
+
+def _with_common_head(combined: bytes, http2: bool) -> bytes:
+    """UpstreamTlsContext.common_tls_context: the fields before the validation part (ALPN
+    by HTTP/2), then it."""
+    return length_delimited(_COMMON, _COMMON_HEAD[http2] + combined)
 
 
 def _sni_bytes(sni: str) -> bytes:
@@ -252,8 +273,17 @@ def auto_mtls_context(push: PushContext, sans: Sequence[str], http2: bool) -> by
 
 
 def auto_mtls_matches(context: bytes, sni: str) -> bytes:
-    """`auto_mtls_matches_field` from the `auto_mtls_context` bytes."""
-    return socket_matches_field(_FIRST_MATCH, context + _sni_bytes(sni), _OTHER_MATCHES)
+    """`auto_mtls_matches_field` from the `auto_mtls_context` bytes (once per cluster)."""
+    sni_field = _sni_bytes(sni)
+    return _matches_head(len(context) + len(sni_field)) + context + sni_field + _OTHER_MATCHES
+
+
+@lru_cache(maxsize=1024)
+def _matches_head(n: int) -> bytes:
+    """The first socket match up to its mTLS context of `n` bytes: its four nested headers
+    depend on `n` alone (socket_matches_field works them out)."""
+    field = socket_matches_field(_FIRST_MATCH, b"\0" * n, b"")
+    return field[: len(field) - n]
 
 
 def service_mtls_mode(

@@ -18,7 +18,7 @@ Where each service port listens:
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -64,6 +64,9 @@ def listener_protocol(protocol: Protocol) -> ListenerProtocol | None:
     return None  # UDP: not proxied
 
 
+_KIND = {p: listener_protocol(p) for p in Protocol}  # read per service port
+
+
 @dataclass(slots=True)
 class OutboundEntry:
     bind: str
@@ -95,19 +98,33 @@ def build_outbound_listeners(
     for target in port_targets:
         _add(ctx, entries, target)
     reserved = frozenset(entries)
-    for target in _targets(ctx):
+    for target in _targets(ctx, entries, reserved):
         _add(ctx, entries, target, reserved)
     return [_listener(ctx, e) for e in entries.values()]
 
 
-def _targets(ctx: SidecarContext) -> Iterator[OutboundTarget]:
+def _targets(
+    ctx: SidecarContext,
+    entries: Mapping[tuple[str, int], OutboundEntry],
+    reserved: frozenset[tuple[str, int]],
+) -> Iterator[OutboundTarget]:
+    """The scope's service ports to place, read lazily while `entries` fills: an HTTP port
+    whose wildcard listener already serves HTTP (most ports of a mesh) is left out here,
+    as `_add` would leave it, without a target made for it."""
     bind_to_port = not ctx.proxy.intercept
     bind = ctx.localhost if bind_to_port else ""
+    wildcard = ctx.wildcard
     for svc in ctx.scope.services:
         if _is_alias(svc):
             continue
+        headless = svc.resolution is Resolution.PASSTHROUGH and not svc.addresses
         for port in svc.ports:
-            if bind or not _per_endpoint(svc, port):
+            if not bind and _KIND[port.protocol] is ListenerProtocol.HTTP:
+                key = (wildcard, port.port)
+                current = entries.get(key)
+                if key in reserved or (current is not None and not current.protocol.is_tcp):
+                    continue  # see _add and _already_served
+            if bind or not (headless and _per_endpoint(svc, port)):
                 yield OutboundTarget(svc, port, bind, bind_to_port)
                 continue
             yield from _endpoint_targets(ctx, svc, port)
@@ -121,7 +138,8 @@ def per_endpoint_addresses(ctx: SidecarContext) -> frozenset[str]:
     return frozenset(
         ep.address
         for svc in ctx.scope.services
-        if not _is_alias(svc)
+        # Headless services only (_per_endpoint), tested first: most services are not.
+        if svc.resolution is Resolution.PASSTHROUGH and not svc.addresses and not _is_alias(svc)
         for port in svc.ports
         if _per_endpoint(svc, port)
         for ep in ctx.push.endpoints(svc, port.port)
@@ -174,7 +192,7 @@ def _add(
     t: OutboundTarget,
     reserved: frozenset[tuple[str, int]] = frozenset(),
 ) -> None:
-    kind = listener_protocol(t.port.protocol)
+    kind = _KIND[t.port.protocol]
     if kind is None:
         return
     bind, cidrs = _bind(ctx, t, kind)
