@@ -5,9 +5,10 @@ It reconciles every Application in the store:
   default), resolving each branch once per pass for all its apps; an app whose inputs
   did not change since its last quiet comparison is not compared again (reconcile.py);
 - at once when a push webhook names the app's repo and branch;
-- at once when the store reports a change of an object the app owns (drift): the store's
-  change event maps to the owning app through the last comparison and the tracking
-  annotation, and the app is compared against the revision it already knows (no git),
+- at once when the store reports a change of an object the app owns (drift; not the
+  echo of the controller's own sync, which the event names): the store's change event
+  maps to the owning app through the last comparison and the tracking annotation (by
+  name, owners.py), and the app is compared against the revision it already knows (no git),
   its status written before the mesh analysis of the whole store, whose verdict follows;
 - when the Application's spec or its AppProject changes.
 A reconcile runs in a worker thread (git, rendering and comparison block), one per app at
