@@ -14,6 +14,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -123,8 +124,27 @@ def test_demo_tears_down_on_ctrl_c_and_sigterm(sig: signal.Signals, status: int)
         wait_for(lambda: "runs until Ctrl-C" in stderr.readline(), "the demo waiting", 60)
         pids = _processes_under(_paths(guide))
         assert len(pids) >= 20, f"expected apps, agents, Envoys and discovery: {pids}"
+        # Read both pipes to their end from now on: a full pipe would block the demo's
+        # teardown on a write, and the test would wait for it forever.
+        rest: list[str] = []
+        readers = [
+            threading.Thread(target=lambda f=f: rest.extend(f), daemon=True)
+            for f in (proc.stdout, stderr)
+        ]
+        for reader in readers:
+            reader.start()
         proc.send_signal(sig)
-        assert proc.wait(timeout=60) == status, proc.stderr.read()
+        try:
+            code = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            tree = subprocess.run(["ps", "-eo", "pid,ppid,stat,etime,args"], capture_output=True)
+            raise AssertionError(
+                f"the demo did not stop within 60 s of {sig.name}; its output after the signal:"
+                f"\n{''.join(rest)[-4000:]}\nprocesses:\n{tree.stdout.decode()[-6000:]}"
+            ) from None
+        for reader in readers:
+            reader.join(10)
+        assert code == status, "".join(rest)
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -105,15 +105,25 @@ async def run_discovery(
     # GitOps Applications are not mesh config: discovery never reads them (B8)
     store = DirectoryStore(store_dir, skip_kinds=UNREAD_KINDS) if store_dir else None
     discovery = Discovery(paths, settings, store)
-    await discovery.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # Before starting: a signal while the servers (and the CA port's Envoy) come up stops
+    # them once they are up, instead of ending the process with its children left running.
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
+        await discovery.start()  # (cleans up after itself if it fails)
+    except BaseException:
+        _remove_handlers(loop)
+        raise
+    try:
         await stop.wait()
     finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
+        _remove_handlers(loop)
         log.info("discovery: shutting down")
         await discovery.stop()
+
+
+def _remove_handlers(loop: asyncio.AbstractEventLoop) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.remove_signal_handler(sig)
