@@ -54,6 +54,9 @@ def demo(check: bool, keep: bool, name: str, loopback: bool) -> None:
     Without root, iproute2 or iptables it falls back to sidecars without capture
     (interceptionMode NONE) on the host's loopback, and says so."""
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # teardown runs on SIGTERM as on Ctrl-C
+    # Python leaves SIGINT ignored when it starts so (a `cmd &` of a non-interactive shell, some
+    # CI runners): Ctrl-C, or a SIGINT sent by a supervisor, must still tear the mesh down.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     click.echo(f"Starting the demo mesh (cluster {name!r})...", err=True)
     started = time.monotonic()
     failed = interrupted = False
