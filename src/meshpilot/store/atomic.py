@@ -1,8 +1,12 @@
-"""Durable replacement of a batch of files: every file is written to a temporary name and
-fsynced, then all are renamed over their targets, then each directory touched is fsynced
-once. The caller appends to its journal only after this returns, so a journal line never
-names a file that a crash could lose. One fsync per file plus one per directory, instead
-of a directory fsync after every file.
+"""Atomic replacement of a batch of files: every file is written to a temporary name and
+fsynced, then all are renamed over their targets. The directories touched are returned, for
+the caller to fsync once each (`fsync_dirs`) after it has appended its journal line: a
+reader watching the journal then reacts without waiting for those fsyncs (B8: a GitOps
+sync reaches discovery a directory fsync or two sooner), and the write is durable, renames
+first, journal last, before the caller returns. A crash in between can lose the renames
+while the journal line survives: the store then holds the old, whole files under a newer
+version number, the state of a write that never returned; never a partial file, since
+each file's data is on disk before its rename.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["fsync_dir", "remove_files", "replace_files"]
+__all__ = ["fsync_dir", "fsync_dirs", "remove_files", "replace_files"]
 
 
-def replace_files(files: Sequence[tuple[Path, str]], durable: bool = True) -> None:
-    """Write each (path, text) atomically (0600 files, 0700 directories created);
-    `durable=False`: still atomic for readers, but nothing is fsynced."""
+def replace_files(files: Sequence[tuple[Path, str]], durable: bool = True) -> list[Path]:
+    """Write each (path, text) atomically (0600 files, 0700 directories created); returns
+    the directories whose renames `fsync_dirs` makes durable. `durable=False`: still atomic
+    for readers, but the data is not fsynced."""
     staged: list[tuple[str, Path]] = []
     try:
         for path, text in files:
@@ -37,17 +42,19 @@ def replace_files(files: Sequence[tuple[Path, str]], durable: bool = True) -> No
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
         raise
-    if durable:
-        for directory in dict.fromkeys(path.parent for _, path in staged):
-            fsync_dir(directory)
+    return list(dict.fromkeys(path.parent for _, path in staged))
 
 
-def remove_files(paths: Sequence[Path]) -> None:
-    """Unlink each path (a missing one is fine), then fsync each directory once."""
+def remove_files(paths: Sequence[Path]) -> list[Path]:
+    """Unlink each path (a missing one is fine); returns the directories to fsync."""
     for path in paths:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-    for directory in dict.fromkeys(path.parent for path in paths):
+    return list(dict.fromkeys(path.parent for path in paths))
+
+
+def fsync_dirs(directories: Sequence[Path]) -> None:
+    for directory in directories:
         fsync_dir(directory)
 
 

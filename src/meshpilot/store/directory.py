@@ -39,7 +39,7 @@ from meshpilot.config.objects import ConfigObject
 from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
 from meshpilot.store.admission import refuse_unstorable
-from meshpilot.store.atomic import remove_files, replace_files
+from meshpilot.store.atomic import fsync_dirs, remove_files, replace_files
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
 from meshpilot.store.inotify import Notifier
 from meshpilot.store.journal import Journal, JournalTail
@@ -59,6 +59,9 @@ log = logging.getLogger(__name__)
 
 MARKER = ".meshpilot-store"
 CLUSTER_DIR = "_cluster"  # namespaces cannot start with "_", so no clash
+# Journal bytes (~60 per line) up to which a watcher reads the new objects on its event loop:
+# the hop to a thread to warm the page cache costs more than reading a few fresh files.
+_READ_AHEAD_FROM = 1024
 Manifest = dict[str, Any]
 
 
@@ -153,8 +156,12 @@ class DirectoryStore:
     async def _follow(self) -> None:
         """Take in the journal's new entries, if any."""
         ident = self.journal.identity()
-        if ident is not None and ident[:2] == self._identity and ident[2] == self._offset:
-            return
+        if ident is not None and ident[:2] == self._identity:
+            if ident[2] == self._offset:
+                return
+            if ident[2] - self._offset <= _READ_AHEAD_FROM:
+                self.refresh()  # a few objects, just written: in the page cache already
+                return
         await asyncio.to_thread(self._read_ahead)
         self.refresh()
 
@@ -206,17 +213,20 @@ class DirectoryStore:
             if dry_run or not changes:
                 return results
             files = [(self._path(key), dump_manifest(m)) for key, m in changes]
-            replace_files(files, durable=durable)
+            directories = replace_files(files, durable=durable)
             # what the files now hold (no need to parse them), known before the journal
             # names the version: a watching thread's refresh may read it at once
             for key, manifest in changes:
                 self._own_writes[key] = (version, manifest)
             try:
-                self.journal.append(version, [("put", key) for key, _ in changes], durable=durable)
+                self.journal.append(version, [("put", key) for key, _ in changes], durable=False)
             except BaseException:
                 for key, _ in changes:
                     self._own_writes.pop(key, None)
                 raise
+            if durable:  # after the line: watchers react while the renames reach the disk
+                fsync_dirs(directories)
+                self.journal.sync()
         self.refresh()
         return results
 
@@ -229,14 +239,16 @@ class DirectoryStore:
             if dry_run or not present:
                 return results
             version = self.journal.last_version() + 1
-            remove_files([self._path(key) for key in present])
+            directories = remove_files([self._path(key) for key in present])
             self._own_deletes.update((key, version) for key in present)
             try:
-                self.journal.append(version, [("del", key) for key in present])
+                self.journal.append(version, [("del", key) for key in present], durable=False)
             except BaseException:
                 for key in present:
                     self._own_deletes.pop(key, None)
                 raise
+            fsync_dirs(directories)
+            self.journal.sync()
         self.refresh()
         return results
 

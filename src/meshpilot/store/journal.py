@@ -89,6 +89,15 @@ class Journal:
             if self.path.stat().st_size > _COMPACT_BYTES:
                 self._compact(version)
 
+    def sync(self) -> None:
+        """fsync the journal (after an `append(..., durable=False)` whose files the caller
+        made durable after the line was written)."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
     def _compact(self, version: int) -> None:
         """Replace a long journal with one `base` line; readers then re-read the store."""
         tmp = self.path.with_name(self.path.name + ".compact")
