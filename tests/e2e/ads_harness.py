@@ -132,6 +132,7 @@ class DiscoveryProcess:
     paths: Sequence[Path]
     workdir: Path
     debounce: str = "300ms"
+    extra_args: Sequence[str] = ()  # more `meshpilot discovery` options (e.g. --vhds)
     xds_port: int = field(default_factory=free_port)
     monitoring_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
@@ -150,6 +151,7 @@ class DiscoveryProcess:
             args += ["-f", str(path)]
         args += ["--xds-port", str(self.xds_port), "--monitoring-port", str(self.monitoring_port)]
         args += ["--xds-uds", self.uds, "--debounce", self.debounce, "--log-level", "debug"]
+        args += list(self.extra_args)
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         wait_for(self._ready, f"discovery ready (log: {self.log})", timeout=30)
@@ -260,7 +262,10 @@ class EnvoyProcess:
         path = self.workdir / f"{self.name}-bootstrap.json"
         path.write_text(json_format.MessageToJson(boot))
         args = [str(envoy_binary()), "-c", str(path), "--disable-hot-restart"]
-        args += ["--concurrency", "1", "-l", "warning", "--log-path", str(self.log)]
+        # as the agent runs Envoy (Istio's defaults): misc:error drops a deprecation warning
+        # per route at every route update
+        args += ["--concurrency", "1", "-l", "warning", "--component-log-level", "misc:error"]
+        args += ["--log-path", str(self.log)]
         if self.own_netns:
             args = [
                 "unshare",

@@ -51,7 +51,9 @@ class RuntimeOptions:
     """How the agent runs Envoy (what does not go into the bootstrap)."""
 
     work_dir: Path | None = None  # None: a private temporary directory, removed at exit
-    log_level: str = "warning"  # Istio's default proxy log level
+    # Istio's defaults: proxyLogLevel warning, proxyComponentLogLevel misc:error (Envoy warns
+    # once per route carrying the deprecated max_grpc_timeout istiod sets, at every update)
+    log_level: str = "warning,misc:error"
     parent_shutdown_time_s: int = 60
     base_id: int | None = None
     use_dynamic_base_id: bool = False

@@ -47,7 +47,7 @@ class EnvoyLaunch:
     concurrency: int = 2
     drain_time_s: int = 45
     parent_shutdown_time_s: int = 60
-    log_level: str = "warning"
+    log_level: str = "warning,misc:error"  # Istio's proxy and component defaults
     base_id: int | None = None
     use_dynamic_base_id: bool = False
     ipv6: bool = False  # all node IPs are IPv6: Envoy's local address version v6

@@ -142,9 +142,10 @@ _SHARED_OPTIONS = (
     ),
     click.option(
         "--log-level",
-        default="warning",
+        default="warning,misc:error",
         show_default=True,
-        help="Envoy's log level, optionally with component:level pairs.",
+        help="Envoy's log level, optionally with component:level pairs (Istio's defaults: "
+        "misc:error silences a deprecation warning per route at every route update).",
     ),
     click.option(
         "--base-id",

@@ -49,7 +49,7 @@ def test_defaults_are_istios() -> None:
     assert options.ports.envoy_admin == 15000 and options.ports.health == 15021
     assert options.termination_drain_duration_s == 5.0
     assert options.concurrency == 2 and options.drain_duration_s == 45
-    assert runtime.run_as_proxy_uid is None and runtime.log_level == "warning"
+    assert runtime.run_as_proxy_uid is None and runtime.log_level == "warning,misc:error"
 
 
 def test_labels_from_file_and_flags(tmp_path: Path) -> None:
