@@ -183,6 +183,7 @@ def compare_rendered(base: AppState, deps: RefreshDeps) -> AppState:
     except MeshpilotError as exc:
         conditions.append(_condition(ConditionType.COMPARISON_ERROR, str(exc)))
         return replace(base, conditions=tuple(conditions))
+    live_version = deps.store.snapshot().version  # before reading: a later write shows
     target_data = [m.data for m in base.targets]
     wanted = {key_of(t, namespace) for t in target_data}
     live = _live_objects(deps.store, base.tracking, wanted)
@@ -207,6 +208,7 @@ def compare_rendered(base: AppState, deps: RefreshDeps) -> AppState:
     return replace(
         base,
         live=tuple(live),
+        live_version=live_version,
         comparison=comparison,
         health=health,
         conditions=tuple(conditions),

@@ -64,6 +64,9 @@ class AppState:
     resource_problems: tuple[str, ...] = ()
     source_type: str = ""  # Argo CD's: Directory, Helm or Plugin (of the first source)
     reconciled_at: str = field(default_factory=now)
+    # The store version the comparison read (None: not compared): a sync started right after
+    # may use this comparison while the store is still at that version.
+    live_version: int | None = None
 
     @property
     def errors(self) -> tuple[str, ...]:

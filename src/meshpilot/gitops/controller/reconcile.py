@@ -153,7 +153,9 @@ class Reconciler:
         outcome = None
         found = str(state.sync_status)
         if decision.sync:
-            outcome, more, state, stale = self._auto_sync(key, app, after, decision, fresh)
+            outcome, more, state, stale = self._auto_sync(
+                key, app, after, decision, fresh, compared
+            )
             events += more
             written = True
         result = ReconcileResult(
@@ -260,7 +262,13 @@ class Reconciler:
         return True
 
     def _auto_sync(
-        self, key: ConfigKey, app: Application, facts: AppFacts, decision: AutoSync, fresh: bool
+        self,
+        key: ConfigKey,
+        app: Application,
+        facts: AppFacts,
+        decision: AutoSync,
+        fresh: bool,
+        compared: AppState,
     ) -> tuple[SyncOutcome | None, list[NotificationEvent], AppState, bool]:
         """The sync, then the app's status after it (with the mesh findings as `reconcile`
         got them: stale ones for drift, and then the returned flag is set)."""
@@ -277,7 +285,12 @@ class Reconciler:
         params = SyncParams(prune=prune, automated=True)
         try:
             outcome: SyncOutcome | None = execute_sync(
-                app, self.deps, params, sleep=self._sleep, lock_dir=self.lock_dir
+                app,
+                self.deps,
+                params,
+                sleep=self._sleep,
+                lock_dir=self.lock_dir,
+                compared=compared,
             )
         except (OperationInProgress, SyncWindowBlocked):
             outcome = None  # someone else's operation, or a window: look again later

@@ -65,14 +65,19 @@ def execute_sync(
     *,
     sleep: Sleep = time.sleep,
     lock_dir: Path | None = None,
+    compared: AppState | None = None,
 ) -> SyncOutcome:
     """Sync `app` (see the module docstring). Raises OperationInProgress, SyncWindowBlocked
     and GitopsError for refusals before the operation starts; every failure of the
-    operation itself is an outcome with phase Failed (and written to the app's status)."""
+    operation itself is an outcome with phase Failed (and written to the app's status).
+    `compared`: the caller's refresh of this app just before (the controller's auto-sync),
+    used when nothing it read can have changed since; else the sync refreshes again."""
     params = params or SyncParams()
     with operation_lock(lock_dir or lock_dir_of(deps), app):
         effective = _with_sources(app, params)
-        first = refresh_app(effective, deps, revisions=params.revisions)
+        first = _still_current(compared, effective, params, deps) or refresh_app(
+            effective, deps, revisions=params.revisions
+        )
         manual = not params.automated
         if not can_sync(first.project, app, manual=manual).allowed:
             raise SyncWindowBlocked()
@@ -82,6 +87,21 @@ def execute_sync(
         if not params.dry_run:
             outcome = _record(app, deps, params, outcome)
         return outcome
+
+
+def _still_current(
+    compared: AppState | None, app: Application, params: SyncParams, deps: RefreshDeps
+) -> AppState | None:
+    """`compared` when it was made of this very spec at the default revisions and the
+    store is still at the version it read (checked under the operation lock, so another
+    operation's writes would show as a newer version)."""
+    if compared is None or compared.live_version is None or compared.comparison is None:
+        return None
+    if params.revisions is not None or params.sources is not None:
+        return None
+    if compared.app.spec != app.spec or compared.live_version != deps.store.snapshot().version:
+        return None
+    return compared
 
 
 def _with_sources(app: Application, params: SyncParams) -> Application:
