@@ -1,14 +1,16 @@
 """B3: push convergence to N simulated ADS clients vs a bare grpc.aio fan-out, in one run.
 
     python bench/push.py [--clients 100 1000] [--changes endpoint ...] [--protocol sotw|delta]
-                         [--json bench/results/push.json]
+                         [--vhds] [--json bench/results/push.json]
 
 Three processes: `meshpilot discovery` watching a directory that holds the synthetic mesh
 (bench/synthetic_mesh.py), this orchestrator, and one client process (`--client-worker`)
 that runs N ADS streams (grpc.aio, one channel each) speaking SotW as Envoy does: CDS
 wildcard, then EDS for the clusters' service names, LDS wildcard, then RDS for the route
 names, every response ACKed with its version and nonce (`--protocol delta`: the same over
-Delta xDS, whose ACKs name only their nonce). Node ids are those of pods of the mesh
+Delta xDS, whose ACKs name only their nonce; with `--vhds`, discovery runs with `--vhds` and
+a client that gets a route config with `vhds` subscribes to VirtualHost resources with no
+names, as Envoy 1.40 does, and is synced once it has them). Node ids are those of pods of the mesh
 (`sidecar~<ip>~<pod>.<ns>~<ns>.svc.cluster.local`), one per service, spread over the 10
 namespaces.
 
@@ -65,6 +67,7 @@ import grpc
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import base_pb2
 from envoy.config.listener.v3 import listener_pb2
+from envoy.config.route.v3 import route_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
 )
@@ -77,7 +80,8 @@ CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 LDS = "type.googleapis.com/envoy.config.listener.v3.Listener"
 RDS = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
-SHORT = {CDS: "cds", EDS: "eds", LDS: "lds", RDS: "rds"}
+VHDS = "type.googleapis.com/envoy.config.route.v3.VirtualHost"
+SHORT = {CDS: "cds", EDS: "eds", LDS: "lds", RDS: "rds", VHDS: "vhds"}
 PADDING = "type.googleapis.com/bench.Padding"
 ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
 HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3."
@@ -305,6 +309,7 @@ class DeltaClient(Client):
     difference, and an ACK names its nonce only (no names repeated)."""
 
     METHOD = "DeltaAggregatedResources"
+    vhds: bool = False  # subscribe to VirtualHost once a route config has `vhds` (Envoy)
 
     def subscribe(self, type_url: str, names: tuple[str, ...] = (), first: bool = False) -> bytes:
         req = _DDR(type_url=type_url, resource_names_subscribe=names)
@@ -331,6 +336,9 @@ class DeltaClient(Client):
             if new:  # Envoy: subscribe first, then ACK
                 self.names[dep_type] = (*self.names.get(dep_type, ()), *new)
                 self.out.append(self.subscribe(dep_type, new))
+        if self.vhds and t == RDS and VHDS not in self.names and _has_vhds(resp):
+            self.names[VHDS] = ()  # Envoy's VHDS subscription names nothing
+            self.out.append(self.subscribe(VHDS))
         self.out.append(_DDR(type_url=t, response_nonce=resp.nonce).SerializeToString())
         if t == EDS and LDS not in self.names:
             self.names[LDS] = ()
@@ -339,8 +347,17 @@ class DeltaClient(Client):
         self.last_recv = ack
         if self.recording:
             self.log.append(Received(t, len(raw), recv, ack))
+        if VHDS in self.names and VHDS not in self.versions:
+            return  # a route config waits for its virtual hosts
         if RDS in self.versions or (LDS in self.versions and not self.names.get(RDS)):
             self.synced.set()
+
+
+def _has_vhds(resp: discovery_pb2.DeltaDiscoveryResponse) -> bool:
+    return any(
+        route_pb2.RouteConfiguration.FromString(r.resource.value).HasField("vhds")
+        for r in resp.resources
+    )
 
 
 class Worker:
@@ -355,7 +372,13 @@ class Worker:
         self.subscriptions: dict[str, dict[str, tuple[str, ...]]] = {}
 
     async def connect(
-        self, target: str, n: int, bare: bool, replay: bool = False, delta: bool = False
+        self,
+        target: str,
+        n: int,
+        bare: bool,
+        replay: bool = False,
+        delta: bool = False,
+        vhds: bool = False,
     ) -> dict[str, Any]:
         """N clients (Delta xDS ones with `delta`); with `replay`, their ACKs name what the
         last real run subscribed to."""
@@ -365,6 +388,9 @@ class Worker:
         self.clients = [kind(*node_of(k, shape), bare=bare) for k in range(n)]
         for c in self.clients if replay else ():
             c.replay = self.subscriptions.get(c.node_id, {})
+        for c in self.clients:
+            if vhds and isinstance(c, DeltaClient):
+                c.vhds = True
         self.tasks = [asyncio.create_task(c.run(target)) for c in self.clients]
         waits = [asyncio.create_task(c.synced.wait()) for c in self.clients]
         done, pending = await asyncio.wait(waits, timeout=600)
@@ -551,13 +577,14 @@ def proc_status_mb(pid: int, key: str) -> float:
 
 
 class Discovery:
-    def __init__(self, directory: Path, log: Path) -> None:
+    def __init__(self, directory: Path, log: Path, vhds: bool = False) -> None:
         self.monitoring = free_port()
         self.xds = free_port()
         args = [sys.executable, "-c", _DISCOVERY_CLI, "-f", str(directory)]
         args += ["--xds-port", str(self.xds), "--monitoring-port", str(self.monitoring)]
         # info: each push logs its timeline (xds/push_timeline.py), read by `timeline`
         args += ["--debounce", "100ms", "--log-level", "info"]
+        args += ["--vhds"] if vhds else []
         with log.open("wb") as out:
             self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
         self.log = log
@@ -777,14 +804,19 @@ async def change(
 
 
 async def run_n(
-    n: int, workdir: Path, changes: tuple[str, ...] = CHANGES, delta: bool = False
+    n: int,
+    workdir: Path,
+    changes: tuple[str, ...] = CHANGES,
+    delta: bool = False,
+    vhds: bool = False,
 ) -> dict[str, Any]:
     mesh_dir = workdir / f"mesh-{n}"
     mesh_dir.mkdir(exist_ok=True)
     write_mesh(mesh_dir)
-    discovery = Discovery(mesh_dir, workdir / f"discovery-{n}.log")
+    discovery = Discovery(mesh_dir, workdir / f"discovery-{n}.log", vhds)
     worker: WorkerProcess | None = None
-    result: dict[str, Any] = {"clients": n, "protocol": "delta" if delta else "sotw"}
+    protocol = ("delta+vhds" if vhds else "delta") if delta else "sotw"
+    result: dict[str, Any] = {"clients": n, "protocol": protocol}
     try:
         deadline = time.monotonic() + 120
         while not discovery.ready():
@@ -796,7 +828,7 @@ async def run_n(
         worker = await WorkerProcess.start(workdir / f"clients-{n}.log")
         cpu0 = discovery.cpu()
         target = f"127.0.0.1:{discovery.xds}"
-        sync = await worker.call("connect", target=target, n=n, bare=False, delta=delta)
+        sync = await worker.call("connect", target=target, n=n, bare=False, delta=delta, vhds=vhds)
         result["sync"] = {**sync, "cpu_s": discovery.cpu() - cpu0}
         # The peak so far is the initial sync's; what stays is the configuration held.
         result["sync_peak_rss_mb"] = proc_status_mb(discovery.proc.pid, "VmHWM")
@@ -927,7 +959,11 @@ def stage_table(results: list[dict[str, Any]]) -> list[str]:
 
 
 async def orchestrate(
-    counts: list[int], workdir: Path | None, changes: tuple[str, ...] = CHANGES, delta: bool = False
+    counts: list[int],
+    workdir: Path | None,
+    changes: tuple[str, ...] = CHANGES,
+    delta: bool = False,
+    vhds: bool = False,
 ) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-push-") as tmp:
@@ -935,7 +971,7 @@ async def orchestrate(
         root.mkdir(parents=True, exist_ok=True)
         for n in counts:
             try:
-                results.append(await run_n(n, root, changes, delta))
+                results.append(await run_n(n, root, changes, delta, vhds))
             except Exception as exc:  # report what was measured, then the failure
                 results.append({"clients": n, "error": repr(exc)})
                 print(f"N={n}: {exc!r}", file=sys.stderr)
@@ -973,13 +1009,21 @@ def main() -> None:
         default="sotw",
         help="the clients' xDS variant (delta: ACKs repeat no names)",
     )
+    parser.add_argument(
+        "--vhds",
+        action="store_true",
+        help="discovery --vhds (opt-in): sidecars' virtual hosts by VHDS (needs --protocol delta)",
+    )
     parser.add_argument("--client-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client_worker:
         asyncio.run(Worker().serve())
         return
     delta = args.protocol == "delta"
-    results = asyncio.run(orchestrate(args.clients, args.workdir, tuple(args.changes), delta))
+    if args.vhds and not delta:
+        parser.error("--vhds needs --protocol delta (Envoy serves VHDS over Delta xDS only)")
+    changes = tuple(args.changes)
+    results = asyncio.run(orchestrate(args.clients, args.workdir, changes, delta, args.vhds))
     print(markdown(results))
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")  # fmt: skip

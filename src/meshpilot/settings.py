@@ -66,6 +66,10 @@ class Settings:
     # Also serve the TLS port (xDS + CA) on this Unix socket: pods in other network
     # namespaces reach it without a listener on a shared address. Empty: TCP only.
     secure_uds: str = ""
+    # Opt-in, not istiod's output: Delta xDS sidecars get their outbound HTTP route configs
+    # with `vhds` and the virtual hosts as VHDS resources, so a VirtualService change sends
+    # only the changed virtual hosts (xds/vhds.py). SotW proxies and gateways: unchanged.
+    vhds: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

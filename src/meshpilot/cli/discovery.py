@@ -68,6 +68,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     help="Quiet time after whole writes of the --store (a sync wave, an apply), default 0s: "
     "pushed at once; never longer than --debounce.",
 )
+@click.option(
+    "--vhds",
+    is_flag=True,
+    help="Opt-in, not Istio's output: serve Delta xDS sidecars their outbound HTTP route "
+    "configs' virtual hosts by VHDS, so a VirtualService change sends only the virtual hosts "
+    "it changed.",
+)
 @ca_options
 @click.option(
     "--log-level",
@@ -85,6 +92,7 @@ def discovery(
     secure_uds: str | None,
     debounce: float | None,
     debounce_after_write: float | None,
+    vhds: bool,
     ca: CaOptions,
     log_level: str,
 ) -> None:
@@ -109,6 +117,8 @@ def discovery(
         settings = replace(settings, debounce_after=debounce)
     if debounce_after_write is not None:
         settings = replace(settings, debounce_after_write=debounce_after_write)
+    if vhds:
+        settings = replace(settings, vhds=True)
     settings = ca.apply(settings, moved_ports=xds_port is not None)
     logging.basicConfig(
         level=log_level.upper(),

@@ -36,6 +36,8 @@ class Proxy:
     # interceptionMode NONE: no iptables capture; outbound listeners bind on 127.0.0.1.
     intercept: bool = True
     dns_domain: str = ""
+    # Served its sidecar route configs' virtual hosts by VHDS (settings.vhds, Delta xDS).
+    vhds: bool = False
 
     @property
     def id(self) -> str:

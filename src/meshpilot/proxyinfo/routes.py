@@ -44,6 +44,7 @@ def _rows(config: JsonObject) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
     for vhost in objs(config, "virtual_hosts"):
         vhost_name, domains = text(vhost, "name"), describe_domains(strings(vhost, "domains"))
+        vhost_name = vhost_name.removeprefix(f"{name}/")  # VHDS names (discovery --vhds)
         routes = objs(vhost, "routes")
         for route in routes:
             if route_cluster(route) != PASSTHROUGH_CLUSTER:

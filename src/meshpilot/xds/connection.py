@@ -41,6 +41,7 @@ SHORT_TYPE = {
     TypeUrl.LISTENER: "lds",
     TypeUrl.ROUTE: "rds",
     TypeUrl.SECRET: "sds",
+    TypeUrl.VIRTUAL_HOST: "vhds",
 }
 
 

@@ -21,6 +21,7 @@ request is followed by all assignments (Istio's forceEDSPush, envoyproxy/envoy#3
 
 from __future__ import annotations
 
+import logging
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +42,7 @@ from meshpilot.xds.resources import (
     requested_names,
 )
 from meshpilot.xds.sotw import record_decision
+from meshpilot.xds.vhds import follows_route_answer, vhds_scope
 
 __all__ = [
     "Versions",
@@ -62,6 +64,8 @@ class Versions(dict[str, str]):
 
     __slots__ = ("__weakref__",)
 
+
+log = logging.getLogger(__name__)
 
 _NOTHING = Versions()  # a stream that has nothing of a type yet
 _STEPS = "xds.delta_steps"
@@ -114,12 +118,15 @@ def accept_delta_request(
     if not decision.respond or type_url not in SHORT_TYPE:
         return None
     first_cds = type_url == TypeUrl.CLUSTER and decision.action is Action.INIT
+    then_vhds = type_url == TypeUrl.ROUTE and follows_route_answer(conn)
 
     def answer() -> list[bytes]:
         out = _respond(conn, type_url, conn.push, metrics, always=True)
         if first_cds:
             conn.known.pop(TypeUrl.ENDPOINT, None)
             out += _respond(conn, TypeUrl.ENDPOINT, conn.push, metrics, always=True)
+        if then_vhds:  # new route configs' virtual hosts: Envoy asks for none (xds/vhds.py)
+            out += _respond(conn, TypeUrl.VIRTUAL_HOST, conn.push, metrics, always=False)
         return out
 
     return answer
@@ -172,6 +179,8 @@ def _respond(
         return []
     started = time.perf_counter()
     wanted = requested_names(watched) if only is None else only
+    if type_url == TypeUrl.VIRTUAL_HOST:
+        wanted, watched = vhds_scope(conn, watched, only)  # route configs' virtual hosts
     resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
     known = conn.known.get(type_url, _NOTHING)
     if isinstance(known, Versions):
@@ -191,9 +200,19 @@ def _respond(
     if type_url == TypeUrl.CLUSTER and changed:
         _forget(conn, push, TypeUrl.ENDPOINT, changed)  # re-created clusters warm on EDS
     short = SHORT_TYPE[type_url]
+    if log.isEnabledFor(logging.DEBUG):
+        _log_sent(conn, short, changed, removed)
     metrics.pushes.inc(short)
     metrics.push_time.observe(time.perf_counter() - started, short)
     return [response]
+
+
+def _log_sent(
+    conn: Connection, short: str, changed: Sequence[Resource], removed: Sequence[str]
+) -> None:
+    """What a response carries (names when few), for tests and debugging."""
+    sent: object = [r.name for r in changed] if len(changed) <= 20 else f"{len(changed)} resources"
+    log.debug("ADS: %s %s sent %s removed %s", conn.id, short, sent, list(removed))
 
 
 def _diff(

@@ -40,6 +40,7 @@ class NodeInfo:
     locality: Locality = field(default_factory=Locality)
     cluster: str = ""
     cluster_id: str = "Kubernetes"  # node metadata CLUSTER_ID (Istio's default)
+    vhds: bool = False  # set by the server (settings.vhds on a Delta stream), not the node
 
     @property
     def id(self) -> str:
@@ -100,6 +101,7 @@ def proxy_for(push: PushContext, info: NodeInfo) -> Proxy:
         proxy,
         intercept=info.interception_mode != "NONE",
         istio_version=info.istio_version or proxy.istio_version,
+        vhds=info.vhds and info.type is ProxyType.SIDECAR,
     )
 
 

@@ -20,6 +20,8 @@ class TypeUrl:
     CLUSTER = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
     ENDPOINT = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
     SECRET = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+    # VHDS (opt-in, Delta only): virtual hosts of sidecar route configs, see xds/vhds.py.
+    VIRTUAL_HOST = "type.googleapis.com/envoy.config.route.v3.VirtualHost"
 
 
 class Filters:

@@ -99,6 +99,7 @@ _SHORT = {
     TypeUrl.LISTENER: "lds",
     TypeUrl.ROUTE: "rds",
     TypeUrl.SECRET: "sds",
+    TypeUrl.VIRTUAL_HOST: "rds",  # VHDS: the virtual hosts of route configs change with them
 }
 
 

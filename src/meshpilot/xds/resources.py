@@ -32,6 +32,7 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import WatchedResource
 from meshpilot.xds.generate import generator
 from meshpilot.xds.generate.references import cluster_references
+from meshpilot.xds.generate.routes.vhds import ClassVirtualHosts
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.references import rds_names
 from meshpilot.xds.wire import field_number, length_delimited, tag, varint
@@ -240,6 +241,9 @@ def generate_resources(
     messages = generator(type_url, proxy.type)(push, proxy, names)
     memo = push.memo.setdefault(_MEMO_KEY, {})
     assert isinstance(memo, dict)
+    shared = memo.get(id(messages)) if isinstance(messages, ClassVirtualHosts) else None
+    if shared is not None and shared[0] is messages:
+        return list(shared[1])  # a proxy class's VHDS virtual hosts: made resources once
     out = []
     for msg in messages:
         entry = memo.get(id(msg))
@@ -249,6 +253,8 @@ def generate_resources(
             resource = Resource(resource_name(msg), body, digest, _head(type_url, body))
             entry = memo[id(msg)] = (msg, resource)
         out.append(entry[1])
+    if isinstance(messages, ClassVirtualHosts):
+        memo[id(messages)] = (messages, tuple(out))
     if dependents is not None and type_url == TypeUrl.LISTENER:
         dependents.append((TypeUrl.ROUTE, frozenset(rds_names(messages))))
     elif dependents is not None and type_url == TypeUrl.CLUSTER:

@@ -319,6 +319,8 @@ class DiscoveryServer:
         except ValueError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             return
+        if delta and self.settings.vhds:
+            node = replace(node, vhds=True)
         push = self.push_context
         conn = Connection(node, proxy_for(push, node), push, delta=delta, peer=context.peer())
         self._connect(conn)

@@ -8,6 +8,7 @@ modules chosen here, never in `if proxy.type` chains inside a builder.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import replace
 from typing import Any
 
 from meshpilot.model.proxy import Proxy, ProxyType
@@ -20,11 +21,20 @@ __all__ = ["GENERATORS", "PUSH_ORDER", "Generator", "generate_proxy_config"]
 # names: the resource names the proxy subscribed to (RDS, EDS, SDS); None means all.
 Generator = Callable[[PushContext, Proxy, Collection[str] | None], list[Any]]
 
-PUSH_ORDER = (TypeUrl.CLUSTER, TypeUrl.ENDPOINT, TypeUrl.LISTENER, TypeUrl.ROUTE, TypeUrl.SECRET)
+# VirtualHost (VHDS, opt-in) right after the route configs that name it.
+PUSH_ORDER = (
+    TypeUrl.CLUSTER,
+    TypeUrl.ENDPOINT,
+    TypeUrl.LISTENER,
+    TypeUrl.ROUTE,
+    TypeUrl.VIRTUAL_HOST,
+    TypeUrl.SECRET,
+)
 
 
 def _table() -> dict[tuple[str, ProxyType], Generator]:
-    from meshpilot.xds.generate import clusters, endpoints, gateway, listeners, routes, secrets
+    from meshpilot.xds.generate import clusters, endpoints, gateway, listeners, secrets
+    from meshpilot.xds.generate.routes import vhds
 
     return {
         (TypeUrl.CLUSTER, ProxyType.SIDECAR): clusters.generate_sidecar_clusters,
@@ -33,8 +43,10 @@ def _table() -> dict[tuple[str, ProxyType], Generator]:
         (TypeUrl.ENDPOINT, ProxyType.ROUTER): endpoints.generate_endpoints,
         (TypeUrl.LISTENER, ProxyType.SIDECAR): listeners.generate_sidecar_listeners,
         (TypeUrl.LISTENER, ProxyType.ROUTER): gateway.generate_gateway_listeners,
-        (TypeUrl.ROUTE, ProxyType.SIDECAR): routes.generate_sidecar_routes,
+        (TypeUrl.ROUTE, ProxyType.SIDECAR): vhds.generate_sidecar_route_configs,
         (TypeUrl.ROUTE, ProxyType.ROUTER): gateway.generate_gateway_routes,
+        (TypeUrl.VIRTUAL_HOST, ProxyType.SIDECAR): vhds.generate_sidecar_virtual_hosts,
+        (TypeUrl.VIRTUAL_HOST, ProxyType.ROUTER): vhds.no_virtual_hosts,
         (TypeUrl.SECRET, ProxyType.SIDECAR): secrets.generate_secrets,
         (TypeUrl.SECRET, ProxyType.ROUTER): secrets.generate_secrets,
     }
@@ -51,7 +63,9 @@ def generator(type_url: str, proxy_type: ProxyType) -> Generator:
 
 def generate_proxy_config(push: PushContext, proxy: Proxy) -> ProxyConfig:
     """Everything one proxy would receive, in push order; RDS/EDS/SDS names are those the
-    generated listeners and clusters refer to, as Envoy would subscribe to them."""
+    generated listeners and clusters refer to, as Envoy would subscribe to them. Route
+    configs are whole (for a proxy served by VHDS too: the table Envoy assembles)."""
+    proxy = replace(proxy, vhds=False) if proxy.vhds else proxy
     from meshpilot.xds.generate.references import cluster_references
     from meshpilot.xds.references import rds_names, sds_names
 

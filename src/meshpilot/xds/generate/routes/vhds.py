@@ -1,0 +1,178 @@
+"""VHDS (opt-in, `settings.vhds`): sidecar route configs split into a head and virtual hosts.
+
+Not istiod's output. A Delta xDS sidecar with VHDS on gets each outbound HTTP route config
+(`<port>`) without its service virtual hosts and with `vhds` (config source ADS); Envoy
+then subscribes to VirtualHost resources under the route config's name and merges what it
+is sent into the table. A VirtualService change re-sends the changed virtual hosts only:
+the head is unchanged and Delta xDS leaves unchanged virtual hosts out (B3: a ~1 MB route
+config per port and proxy became a few kB).
+
+Envoy matches VHDS resources to a route config by the part of their name before the last
+`/` (namespace matching), and removes a virtual host by its name: so a virtual host is named
+`<route config>/<host>:<port>` both as a resource and in the table. The catch-all virtual
+host (`allow_any` / `block_all`, domain `*`) stays in the head. Sniffed services' own route
+configs (`<host>:<port>`, one virtual host) and gateways' route configs stay whole.
+
+The split is built on the route generator's output (the RouteConfiguration messages, shared
+by a proxy class and carried over across pushes), once per push and message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from envoy.config.route.v3 import route_components_pb2 as rc
+from envoy.config.route.v3 import route_pb2
+
+from meshpilot.model.proxy import Proxy
+from meshpilot.model.push_context import PushContext
+from meshpilot.xds.generate.routes.sidecar import generate_sidecar_routes
+from meshpilot.xds.generate.routes.vhds_wire import raw_virtual_hosts
+from meshpilot.xds.protos import ads_source
+
+__all__ = [
+    "ClassVirtualHosts",
+    "EncodedVirtualHost",
+    "VhdsSplit",
+    "generate_sidecar_route_configs",
+    "generate_sidecar_virtual_hosts",
+    "merge_virtual_hosts",
+    "no_virtual_hosts",
+    "route_config_of",
+    "split_route_config",
+    "vhds_name",
+]
+
+_MEMO = "rds.vhds-split"
+_LISTS = "rds.vhds-lists"
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedVirtualHost:
+    """A VHDS VirtualHost kept serialized: the ADS server sends its bytes as they are
+    (xds/resources.py reads `name` and `SerializeToString`). B3: a proxy class has ~2000
+    virtual hosts per push; parsing them into messages and serializing them again was most
+    of the split's cost."""
+
+    name: str
+    body: bytes
+
+    def SerializeToString(self, deterministic: bool = False) -> bytes:
+        return self.body
+
+    def message(self) -> rc.VirtualHost:
+        return rc.VirtualHost.FromString(self.body)
+
+
+class ClassVirtualHosts(list[EncodedVirtualHost]):
+    """The virtual hosts of a proxy class's route configs, one list per push and class:
+    the ADS server makes it resources once (xds/resources.py), not once per stream (B3:
+    2000 virtual hosts walked per stream were 1 s of a push to 1000 proxies)."""
+
+
+@dataclass(frozen=True, slots=True)
+class VhdsSplit:
+    head: route_pb2.RouteConfiguration  # the config with `vhds` and only static virtual hosts
+    virtual_hosts: tuple[EncodedVirtualHost, ...]  # named `<route config>/<virtual host>`
+
+
+def vhds_name(route_config: str, virtual_host: str) -> str:
+    return f"{route_config}/{virtual_host}"
+
+
+def route_config_of(resource_name: str) -> str:
+    """The route config a VHDS name belongs to: Envoy subscribes with the route config's
+    name, and (on demand) with `<route config>/<host>`."""
+    return resource_name.rpartition("/")[0] or resource_name
+
+
+def _split_eligible(config: route_pb2.RouteConfiguration) -> bool:
+    """Outbound HTTP port route configs (`<port>`); sniffed ones are one virtual host."""
+    return bool(config.name.isdigit())
+
+
+def split_route_config(config: route_pb2.RouteConfiguration) -> VhdsSplit:
+    head = route_pb2.RouteConfiguration()
+    moved = []
+    for vh in raw_virtual_hosts(config.SerializeToString(deterministic=True)):
+        if "*" in vh.domains:  # the catch-all: the same for every change, stays in the head
+            head.virtual_hosts.add().MergeFromString(vh.body)
+            continue
+        name = vhds_name(config.name, vh.name)
+        moved.append(EncodedVirtualHost(name, vh.renamed(name)))
+    for desc, value in config.ListFields():
+        if desc.name == "virtual_hosts":
+            continue
+        if desc.is_repeated:
+            getattr(head, desc.name).extend(value)
+        elif desc.message_type is None:
+            setattr(head, desc.name, value)
+        else:
+            getattr(head, desc.name).CopyFrom(value)
+    head.vhds.config_source.CopyFrom(ads_source())
+    return VhdsSplit(head, tuple(moved))
+
+
+def _split(push: PushContext, config: route_pb2.RouteConfiguration) -> VhdsSplit | None:
+    """Memoised per push by message identity (the memo pins the message): proxies of a
+    class share their route configs, so they share the split and its serialized bytes."""
+    if not _split_eligible(config):
+        return None
+    memo = push.memo.setdefault(_MEMO, {})
+    assert isinstance(memo, dict)
+    found = memo.get(id(config))
+    if found is None or found[0] is not config:
+        found = memo[id(config)] = (config, split_route_config(config))
+    split = found[1]
+    assert isinstance(split, VhdsSplit)
+    return split
+
+
+def generate_sidecar_route_configs(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[route_pb2.RouteConfiguration]:
+    """The sidecar route configs; for a proxy served by VHDS, their heads."""
+    configs = generate_sidecar_routes(push, proxy, names)
+    if not proxy.vhds:
+        return configs
+    return [split.head if (split := _split(push, c)) else c for c in configs]
+
+
+def generate_sidecar_virtual_hosts(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[EncodedVirtualHost]:
+    """The VHDS virtual hosts of the route configs named (a route config's name, or a name
+    under it); None: of every route config of the proxy."""
+    wanted = None if names is None else sorted({route_config_of(n) for n in names})
+    configs = generate_sidecar_routes(push, proxy, wanted)
+    memo = push.memo.setdefault(_LISTS, {})
+    assert isinstance(memo, dict)
+    key = tuple(map(id, configs))  # the configs are pinned by the split memo
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = ClassVirtualHosts()
+        for config in configs:
+            split = _split(push, config)
+            if split is not None:
+                found.extend(split.virtual_hosts)
+    assert isinstance(found, ClassVirtualHosts)
+    return found
+
+
+def no_virtual_hosts(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[EncodedVirtualHost]:
+    """Gateways' route configs are never split."""
+    return []
+
+
+def merge_virtual_hosts(
+    head: route_pb2.RouteConfiguration, virtual_hosts: Iterable[EncodedVirtualHost]
+) -> route_pb2.RouteConfiguration:
+    """The table Envoy builds from a head and its VHDS virtual hosts (static ones first)."""
+    full = route_pb2.RouteConfiguration()
+    full.CopyFrom(head)
+    full.ClearField("vhds")
+    full.virtual_hosts.extend(vh.message() for vh in virtual_hosts)
+    return full
