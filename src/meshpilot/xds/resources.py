@@ -57,6 +57,7 @@ CONTROL_PLANE = "meshpilot"
 log = logging.getLogger(__name__)
 
 _MEMO_KEY = "xds.serialized"
+_KEPT_KEY = "xds.resources.kept"  # VHDS resources in the lasting memo, by message
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,13 +246,20 @@ def generate_resources(
     if shared is not None and shared[0] is messages:
         return list(shared[1])  # a proxy class's VHDS virtual hosts: made resources once
     out = []
+    # VHDS virtual hosts outlive the push (kept by the split while their bytes are the same):
+    # so do their resources, and a VirtualService change makes only the changed ones again.
+    kept = push.lasting if isinstance(messages, ClassVirtualHosts) else None
     for msg in messages:
-        entry = memo.get(id(msg))
-        if entry is None or entry[0] is not msg:
+        entry = memo.get(id(msg)) if kept is None else kept.get((_KEPT_KEY, id(msg)))
+        if not (isinstance(entry, tuple) and entry[0] is msg):
             body = msg.SerializeToString(deterministic=True)
             digest = hashlib.blake2b(body, digest_size=8).hexdigest()
             resource = Resource(resource_name(msg), body, digest, _head(type_url, body))
-            entry = memo[id(msg)] = (msg, resource)
+            entry = (msg, resource)
+            if kept is None:
+                memo[id(msg)] = entry
+            else:
+                kept.put((_KEPT_KEY, id(msg)), entry)
         out.append(entry[1])
     if isinstance(messages, ClassVirtualHosts):
         memo[id(messages)] = (messages, tuple(out))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from envoy.config.route.v3 import route_components_pb2 as rc
 from envoy.config.route.v3 import route_pb2
 
+from meshpilot.model.lasting_memo import LastingMemo
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.generate.routes.sidecar import generate_sidecar_routes
@@ -45,6 +46,7 @@ __all__ = [
 ]
 
 _MEMO = "rds.vhds-split"
+_KEPT = "rds.vhds-virtual-host"
 _LISTS = "rds.vhds-lists"
 
 
@@ -92,15 +94,27 @@ def _split_eligible(config: route_pb2.RouteConfiguration) -> bool:
     return bool(config.name.isdigit())
 
 
-def split_route_config(config: route_pb2.RouteConfiguration) -> VhdsSplit:
+def split_route_config(
+    config: route_pb2.RouteConfiguration, kept: LastingMemo | None = None
+) -> VhdsSplit:
+    """The head and the virtual hosts of `config`. With `kept` (the push's lasting memo), a
+    virtual host whose bytes the previous push split already is that push's very object:
+    the ADS server then finds its resource made (xds/resources.py), and after a
+    VirtualService change only the changed virtual hosts are new."""
     head = route_pb2.RouteConfiguration()
     moved = []
     for vh in raw_virtual_hosts(config.SerializeToString(deterministic=True)):
         if "*" in vh.domains:  # the catch-all: the same for every change, stays in the head
             head.virtual_hosts.add().MergeFromString(vh.body)
             continue
-        name = vhds_name(config.name, vh.name)
-        moved.append(EncodedVirtualHost(name, vh.renamed(name)))
+        key = (_KEPT, config.name, vh.body)
+        found = kept.get(key) if kept is not None else None
+        if not isinstance(found, EncodedVirtualHost):
+            name = vhds_name(config.name, vh.name)
+            found = EncodedVirtualHost(name, vh.renamed(name))
+            if kept is not None:
+                kept.put(key, found)
+        moved.append(found)
     for desc, value in config.ListFields():
         if desc.name == "virtual_hosts":
             continue
@@ -115,15 +129,16 @@ def split_route_config(config: route_pb2.RouteConfiguration) -> VhdsSplit:
 
 
 def _split(push: PushContext, config: route_pb2.RouteConfiguration) -> VhdsSplit | None:
-    """Memoised per push by message identity (the memo pins the message): proxies of a
-    class share their route configs, so they share the split and its serialized bytes."""
+    """Memoised by message identity (the memo pins the message), in the lasting memo:
+    proxies of a class share their route configs, so they share the split and its bytes,
+    and a route config carried over from the previous push (xds/cache.py) keeps its split."""
     if not _split_eligible(config):
         return None
-    memo = push.memo.setdefault(_MEMO, {})
-    assert isinstance(memo, dict)
-    found = memo.get(id(config))
-    if found is None or found[0] is not config:
-        found = memo[id(config)] = (config, split_route_config(config))
+    key = (_MEMO, id(config))
+    found = push.lasting.get(key)
+    if not (isinstance(found, tuple) and found[0] is config):
+        found = (config, split_route_config(config, push.lasting))
+        push.lasting.put(key, found)
     split = found[1]
     assert isinstance(split, VhdsSplit)
     return split
