@@ -41,6 +41,7 @@ from meshpilot.xds.wire import varint
 __all__ = ["TLS_MATCH_KEY", "assignment_endpoints", "group_bytes"]
 
 _MEMO = "endpoints.encoder"
+_ADDRESS_HEADS_LEN = len(ADDRESS_HEADS)
 
 
 def group_bytes(
@@ -78,6 +79,8 @@ def subset_groups(groups: _PortGroups, subset_labels: Mapping[str, str]) -> Sequ
         picked = [all(ep.labels.get(k) == v for k, v in wanted) for ep in eps]
     if all(picked):
         return groups.framed
+    if len(groups.framed) == len(eps):  # one endpoint per group (usual): the picked groups
+        return [framed for framed, keep in zip(groups.framed, picked, strict=True) if keep]
     out = []
     start = 0
     for i, end in enumerate(groups.ends):
@@ -132,10 +135,10 @@ class _Encoder:
         "_by_pod",
         "_endpoints",
         "_groups",
-        "_labels",
         "_localities",
         "_no_peer_authn",
         "_peer_authn",
+        "_pod_first",
         "_ports",
         "_shared",
     )
@@ -150,8 +153,9 @@ class _Encoder:
         # By the locality's fields: (str(Locality), for sorting; the framed locality field).
         self._localities: dict[tuple[str, str, str], tuple[str, bytes]] = {}
         self._shared: dict[tuple[str, str, int], bytes] = {}  # by (workload, tlsMode, weight)
-        self._by_pod: dict[str, bytes] = {}  # _shared_part_of
-        self._labels: list[Mapping[str, str]] = []  # keeps _by_pod's ids unique
+        # _shared_part_of by the pod's labels id, and the endpoint it was made for.
+        self._by_pod: dict[int, bytes] = {}
+        self._pod_first: dict[int, Endpoint] = {}
         self._ports: dict[int, bytes] = {}  # SocketAddress.port_value fields
 
     def groups(self, svc: Service, port: int) -> _PortGroups:
@@ -182,8 +186,20 @@ class _Encoder:
         lb_endpoint = self._lb_endpoint
         lbs: list[bytes] = []
         ends, fields, framed = [], [], []
+        ordered: list[Endpoint] = []  # the endpoints in group order
         for where in order or by_locality:
             members = by_locality[where]
+            if len(members) == 1:  # one replica in the locality (usual): no list built
+                ep = members[0]
+                ordered.append(ep)
+                lb = lb_endpoint(ep)
+                lbs.append(lb)
+                ends.append(len(lbs))
+                field = localities[where][1]
+                fields.append(field)
+                framed.append(framed_group(field, (lb,), ep.weight))
+                continue
+            ordered += members
             group = [lb_endpoint(ep) for ep in members]
             lbs += group
             ends.append(len(lbs))
@@ -194,10 +210,8 @@ class _Encoder:
             fields.append(field)
             framed.append(framed_group(field, group, weight))
         endpoints: Sequence[Endpoint] = registered
-        if len(lbs) != len(registered) or order is not None:
-            ordered = [ep for where in order or by_locality for ep in by_locality[where]]
-            if len(ordered) != len(registered) or not all(map(operator.is_, ordered, registered)):
-                endpoints = ordered  # else already in group order: keep no list of our own
+        if len(ordered) != len(registered) or not all(map(operator.is_, ordered, registered)):
+            endpoints = ordered  # else already in group order: keep no list of our own
         # Tuples of bytes: the collector stops tracking them, lists it walks every time.
         found = self._groups[key] = _PortGroups(
             endpoints,
@@ -215,13 +229,23 @@ class _Encoder:
         if self._no_peer_authn:
             # A pod serving several ports gets the shared part once: without
             # PeerAuthentications it depends on the pod's labels object, workload,
-            # namespace, tlsMode and weight alone (a string key: no tuple per endpoint for
-            # the garbage collector; the labels are kept, so their id stays unique).
-            key = f"{id(ep.labels)}/{ep.workload_name}/{ep.namespace}/{ep.tls_mode}/{ep.weight}"
-            prefix = self._by_pod.get(key)
-            if prefix is None:
-                prefix = self._by_pod[key] = self._shared_part_of(ep)
-                self._labels.append(ep.labels)
+            # namespace, tlsMode and weight alone. Found by the labels' id, next to the
+            # first endpoint it was made for (which keeps the labels, so the id stays
+            # unique): no key and no tuple per endpoint, for the garbage collector.
+            key = id(ep.labels)
+            first = self._pod_first.get(key)
+            if first is not None and (
+                first.workload_name == ep.workload_name
+                and first.namespace == ep.namespace
+                and first.tls_mode == ep.tls_mode
+                and first.weight == ep.weight
+            ):
+                prefix = self._by_pod[key]
+            else:
+                prefix = self._shared_part_of(ep)
+                if first is None:
+                    self._pod_first[key] = ep
+                    self._by_pod[key] = prefix
         else:
             prefix = self._shared_part_of(ep)
         port = self._ports.get(ep.port)
@@ -231,13 +255,15 @@ class _Encoder:
         n = len(address)
         if n < 0x80:
             socket = SOCKET_ADDRESS_TAG + ONE_BYTE[n] + address + port
-            if len(socket) < len(ADDRESS_HEADS):
-                size = len(prefix) + len(ADDRESS_HEADS[len(socket)]) + len(socket)
-                head = LB_ENDPOINTS_TAG + (
-                    ONE_BYTE[size] if size < 0x80 else bytes((size & 0x7F | 0x80, size >> 7))
-                )
+            m = len(socket)
+            if m < _ADDRESS_HEADS_LEN:
+                address_head = ADDRESS_HEADS[m]
+                size = len(prefix) + len(address_head) + m
+                if size < 0x80:
+                    return LB_ENDPOINTS_TAG + ONE_BYTE[size] + prefix + address_head + socket
                 if size < 0x4000:
-                    return head + prefix + ADDRESS_HEADS[len(socket)] + socket
+                    size_bytes = bytes((size & 0x7F | 0x80, size >> 7))
+                    return LB_ENDPOINTS_TAG + size_bytes + prefix + address_head + socket
         return lb_endpoint_address(prefix, address, port)
 
     def _shared_part_of(self, ep: Endpoint) -> bytes:

@@ -17,7 +17,7 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.xds.protos import Filters
 from meshpilot.xds.references import sds_names
 
-__all__ = ["cluster_references", "remember_references"]
+__all__ = ["cluster_references", "remember_all", "remember_references"]
 
 _MEMO = "xds.cluster_references"
 _NO_NAMES: frozenset[str] = frozenset()
@@ -53,15 +53,20 @@ def cluster_references(
 ) -> tuple[set[str], frozenset[str]]:
     """(EDS service names, SDS secret names) of `clusters`."""
     known = _known(push)
+    by_id, eds_of, sds_of = known.clusters, known.eds, known.sds
     eds: set[str] = set()
     sds: set[str] = set()
+    last: frozenset[str] = _NO_NAMES
     for cluster in clusters:
-        if known.clusters.get(id(cluster)) is not cluster:
+        key = id(cluster)
+        if by_id.get(key) is not cluster:
             known.add(cluster, _eds_name(cluster), _sds(cluster))
-        if name := known.eds[id(cluster)]:
+        if name := eds_of[key]:
             eds.add(name)
-        if names := known.sds[id(cluster)]:
+        names = sds_of[key]
+        if names is not last and names:  # most clusters share one set: added once
             sds |= names
+            last = names
     return eds, frozenset(sds)
 
 
@@ -72,6 +77,24 @@ def remember_references(
     builder, so that `cluster_references` need not unpack its TLS contexts. The cluster must
     not change afterwards."""
     _known(push).add(cluster, _eds_name(cluster) if eds is None else eds, sds)
+
+
+def remember_all(
+    push: PushContext,
+    clusters: Sequence[cluster_pb2.Cluster],
+    eds_names: Sequence[str],
+    sds: Sequence[frozenset[str] | None],
+) -> None:
+    """`remember_references(push, clusters[i], sds[i], eds_names[i])` for each cluster
+    whose SDS names are known (not None): one memo lookup for a builder's whole batch."""
+    known = _known(push)
+    by_id, eds_of, sds_of = known.clusters, known.eds, known.sds
+    for cluster, eds, names in zip(clusters, eds_names, sds, strict=True):
+        if names is not None:
+            key = id(cluster)
+            by_id[key] = cluster
+            eds_of[key] = eds
+            sds_of[key] = names
 
 
 def _eds_name(cluster: cluster_pb2.Cluster) -> str:

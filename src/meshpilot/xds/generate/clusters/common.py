@@ -10,6 +10,7 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as hpo_
 from google.protobuf import struct_pb2
 
 from meshpilot.registry.model import Protocol, Service
+from meshpilot.xds.generate.payload_heads import PayloadHeads
 from meshpilot.xds.generate.struct_bytes import bool_value, struct
 from meshpilot.xds.protos import ads_source, duration, pack, u32
 from meshpilot.xds.wire import field_number, length_delimited, tag, varint
@@ -96,20 +97,33 @@ def istio_metadata_struct(
     (once per service per push)."""
     out = b""
     if rule is not None:
-        out = _string_entry(_CONFIG_KEY, ISTIO_CONFIG_API.format(ns=rule[0], name=rule[1]))
+        out = _CONFIG_ENTRY(ISTIO_CONFIG_API.format(ns=rule[0], name=rule[1]).encode())
     if external:
         out += _EXTERNAL_ENTRY
     items = []
     for s in services:
         value = (
-            _string_entry(_HOST_KEY, s.hostname)
-            + _string_entry(_NAME_KEY, s.kube_name or s.hostname)
-            + _string_entry(_NAMESPACE_KEY, s.namespace)
+            _HOST_ENTRY(s.hostname.encode())
+            + _NAME_ENTRY((s.kube_name or s.hostname).encode())
+            + _NAMESPACE_ENTRY(s.namespace.encode())
         )
+        if len(services) == 1:  # the usual cluster: its headers from one table
+            return out + _ONE_SERVICE(value)
         value = _framed(_STRUCT_VALUE_TAG, value)  # Value.struct_value
         items.append(_framed(_LIST_VALUES_TAG, value))  # ListValue.values
     values = _framed(_LIST_VALUE_TAG, b"".join(items))  # Value.list_value
-    return out + _framed(_FIELDS_TAG, _SERVICES_KEY + _framed(_MAP_VALUE_TAG, values))
+    return out + _services_entry(values)
+
+
+def _services_entry(values: bytes) -> bytes:
+    """The Struct `fields` entry `services` holding the serialized Value.list_value."""
+    return _framed(_FIELDS_TAG, _SERVICES_KEY + _framed(_MAP_VALUE_TAG, values))
+
+
+def _one_service(value: bytes) -> bytes:
+    """`_services_entry` of a list of one Struct value (its serialized fields)."""
+    item = _framed(_LIST_VALUES_TAG, _framed(_STRUCT_VALUE_TAG, value))
+    return _services_entry(_framed(_LIST_VALUE_TAG, item))
 
 
 def _framed(field_tag: bytes, payload: bytes) -> bytes:
@@ -117,10 +131,15 @@ def _framed(field_tag: bytes, payload: bytes) -> bytes:
     return field_tag + (_ONE_BYTE[n] if n < 0x80 else varint(n)) + payload
 
 
-def _string_entry(key: bytes, text: str) -> bytes:
-    """A Struct `fields` entry (`key`: the entry's serialized key) holding a string."""
-    value = _framed(_STRING_VALUE_TAG, text.encode())
-    return _framed(_FIELDS_TAG, key + _framed(_MAP_VALUE_TAG, value))
+def _string_entry(key: bytes) -> PayloadHeads:
+    """A Struct `fields` entry (`key`: the entry's serialized key) holding a string, from
+    the encoded string: its headers depend on its length alone."""
+
+    def entry(encoded: bytes) -> bytes:
+        value = _framed(_STRING_VALUE_TAG, encoded)
+        return _framed(_FIELDS_TAG, key + _framed(_MAP_VALUE_TAG, value))
+
+    return PayloadHeads(entry)
 
 
 _ONE_BYTE = tuple(varint(n) for n in range(0x80))
@@ -135,6 +154,10 @@ _CONFIG_KEY, _HOST_KEY, _NAME_KEY, _NAMESPACE_KEY, _SERVICES_KEY = (
     length_delimited(1, key.encode()) for key in ("config", "host", "name", "namespace", "services")
 )
 _EXTERNAL_ENTRY = struct([("external", bool_value(True))])
+_CONFIG_ENTRY, _HOST_ENTRY, _NAME_ENTRY, _NAMESPACE_ENTRY = (
+    _string_entry(key) for key in (_CONFIG_KEY, _HOST_KEY, _NAME_KEY, _NAMESPACE_KEY)
+)
+_ONE_SERVICE = PayloadHeads(_one_service)
 
 
 def protocol_options(protocol: Protocol, sniff: bool) -> hpo_pb2.HttpProtocolOptions | None:

@@ -179,18 +179,20 @@ def _context_bytes(push: PushContext, sans: Sequence[str], http2: bool) -> bytes
     HTTP/2): SNI (field 2) is the last field set, so appending it gives the same bytes as
     serializing the full message. The validation part, which depends on the identities
     alone, is shared by both HTTP/2 variants."""
-    templates = push.memo.setdefault(_TEMPLATES, {})
-    assert isinstance(templates, dict)
+    by_alpn = push.memo.get(_TEMPLATES)
+    if by_alpn is None:  # by HTTP/2, then identities: no key tuple per lookup
+        by_alpn = push.memo[_TEMPLATES] = ({}, {})
+    assert isinstance(by_alpn, tuple)
+    templates: dict[tuple[str, ...], bytes] = by_alpn[http2]
     identities = tuple(sans)
-    key = (identities, http2)
-    found: bytes | None = templates.get(key)
+    found = templates.get(identities)
     if found is None:
         validations = push.memo.setdefault(_VALIDATIONS, {})
         assert isinstance(validations, dict)
         combined = validations.get(identities)
         if combined is None:
             combined = validations[identities] = _combined_field(identities)
-        found = templates[key] = _with_common_head(combined, http2)
+        found = templates[identities] = _with_common_head(combined, http2)
     return found
 
 

@@ -46,7 +46,7 @@ from meshpilot.xds.generate.clusters.mtls import (
 from meshpilot.xds.generate.clusters.tls import upstream_tls_socket
 from meshpilot.xds.generate.clusters.traffic_policy import apply_traffic_policy
 from meshpilot.xds.generate.endpoints import locality_endpoints
-from meshpilot.xds.generate.references import remember_references
+from meshpilot.xds.generate.references import remember_all
 from meshpilot.xds.generate.traffic_policies import push_traffic_policy
 from meshpilot.xds.names import outbound_cluster, sni_name
 from meshpilot.xds.protos import duration, pack
@@ -82,17 +82,14 @@ def build_outbound_clusters(
             for subset, labels in (("", None), *((s.name, s.labels) for s in subsets)):
                 _encode(push, svc, port, subset, rule, labels, parts, pending)
     clusters = parse_many(cluster_pb2.Cluster, pending.bodies)
-    for i, (name, sds) in enumerate(zip(pending.eds_names, pending.sds, strict=True)):
+    for i, (assignment, socket) in pending.extras.items():
         cluster = clusters[i]
-        if i in pending.extras:
-            assignment, socket = pending.extras[i]
-            if assignment is not None:  # DNS endpoints and DestinationRule TLS: rare
-                cluster.load_assignment.cluster_name = cluster.name
-                cluster.load_assignment.endpoints.extend(assignment)
-            if socket is not None:
-                cluster.transport_socket.CopyFrom(socket)
-        if sds is not None:
-            remember_references(push, cluster, sds, name)
+        if assignment is not None:  # DNS endpoints and DestinationRule TLS: rare
+            cluster.load_assignment.cluster_name = cluster.name
+            cluster.load_assignment.endpoints.extend(assignment)
+        if socket is not None:
+            cluster.transport_socket.CopyFrom(socket)
+    remember_all(push, clusters, pending.eds_names, pending.sds)
     return clusters
 
 
@@ -171,15 +168,18 @@ def _encode(
         if not assignment:
             return  # Istio drops DNS clusters without endpoints
     name = outbound_cluster(port.port, subset, svc.hostname)
-    tail = identity_fields(name, template.eds) + parts.metadata(subset)
+    identity = identity_fields(name, template.eds)
     tls = _tls(push, svc, port.port, subset, policy, template, parts)
+    socket = None
     if isinstance(tls, bytes):
-        tail += tls
-    socket = tls if isinstance(tls, base_pb2.TransportSocket) else None
+        body = b"".join((template.serialized, identity, parts.metadata(subset), tls))
+    else:
+        body = b"".join((template.serialized, identity, parts.metadata(subset)))
+        socket = tls
     if assignment is not None or socket is not None:
         pending.extras[len(pending.bodies)] = (assignment, socket)
-    # The template's bytes then the cluster's own (see encoded.py).
-    pending.bodies.append(template.serialized + tail)
+    # The template's bytes then the cluster's own (see encoded.py), joined once.
+    pending.bodies.append(body)
     pending.eds_names.append(name if template.eds else "")
     pending.sds.append(_sds_names(policy, template, tls))
 

@@ -14,6 +14,7 @@ from meshpilot.model.indexes.virtual_services import MESH_GATEWAY, BoundVirtualS
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds import names
+from meshpilot.xds.generate.payload_heads import PayloadHeads
 from meshpilot.xds.generate.routes.action import apply_route_action
 from meshpilot.xds.generate.routes.assembly import operation_parts
 from meshpilot.xds.generate.routes.context import (
@@ -122,6 +123,8 @@ def source_matches(ctx: RouteContext, match: HTTPMatchRequest | None) -> bool:
         return True
     if match.gateways:
         return any(g in ctx.gateway_names for g in match.gateways)
+    if not match.source_labels:  # the usual match: no generator over an empty dict
+        return not match.source_namespace or match.source_namespace == ctx.proxy.namespace
     labels = ctx.proxy.labels
     if not all(k in labels and labels[k] == v for k, v in match.source_labels.items()):
         return False
@@ -152,7 +155,7 @@ def metadata_field(push: PushContext, vs: BoundVirtualService) -> bytes:
     field = memo.get(vs.obj.key)
     if field is None:
         path = _config_path_prefix(push, vs.namespace) + vs.name
-        field = memo[vs.obj.key] = length_delimited(_ROUTE_METADATA, _istio_metadata(path))
+        field = memo[vs.obj.key] = _METADATA_FIELD(path.encode())
     assert isinstance(field, bytes)
     return field
 
@@ -171,13 +174,19 @@ def _config_path_prefix(push: PushContext, namespace: str) -> str:
     return prefix
 
 
-def _istio_metadata(config_path: str) -> bytes:
+def _istio_metadata(config_path: bytes) -> bytes:
     """Metadata{filter_metadata{"istio": Struct{fields{"config": Value{string_value}}}}}."""
-    value = length_delimited(_VALUE_STRING, config_path.encode())
+    value = length_delimited(_VALUE_STRING, config_path)
     fields_entry = length_delimited(_MAP_KEY, b"config") + length_delimited(_MAP_VALUE, value)
     struct = length_delimited(_STRUCT_FIELDS, fields_entry)
     entry = length_delimited(_MAP_KEY, ISTIO_METADATA_KEY.encode())
     return length_delimited(_FILTER_METADATA, entry + length_delimited(_MAP_VALUE, struct))
+
+
+# `Route.metadata` from the config path: the path is the only variable part, and last.
+_METADATA_FIELD = PayloadHeads(
+    lambda path: length_delimited(_ROUTE_METADATA, _istio_metadata(path))
+)
 
 
 def _operation(route: rc.Route, vs_name: str, port: int) -> str:

@@ -73,6 +73,11 @@ class PlainParts:
     # thousands of key tuples were work for the garbage collector).
     clusters: dict[str, str] = field(default_factory=dict)
     consistent_hashes: dict[str, ConsistentHashLB | None] = field(default_factory=dict)
+    # By cluster name: its `RouteAction.cluster` field (the same bytes as a weighted
+    # cluster's `name`), and `host:port` of its fixed trace decorator (None: not outbound).
+    cluster_fields: dict[str, bytes] = field(default_factory=dict)
+    operations: dict[str, str | None] = field(default_factory=dict)
+    weights: dict[int, bytes] = field(default_factory=dict)  # ClusterWeight.weight fields
 
     def timeout(self, timeout_ns: int | None) -> bytes:
         found = self.timeouts.get(timeout_ns)
@@ -116,6 +121,28 @@ class PlainParts:
             self.consistent_hashes[key] = ctx.consistent_hash_of(dest, host)
         return cluster, self.consistent_hashes[key]
 
+    def cluster_field(self, cluster: str) -> bytes:
+        found = self.cluster_fields.get(cluster)
+        if found is None:
+            found = self.cluster_fields[cluster] = length_delimited(_CLUSTER, cluster.encode())
+        return found
+
+    def weight_field(self, weight: int) -> bytes:
+        found = self.weights.get(weight)
+        if found is None:
+            found = self.weights[weight] = length_delimited(
+                _CW_WEIGHT, _UINT32_VALUE + varint(weight)
+            )
+        return found
+
+    def operation(self, cluster: str, path: str) -> str | None:
+        """assembly.fixed_operation, the cluster name parsed once."""
+        if cluster in self.operations:
+            prefix = self.operations[cluster]
+        else:
+            prefix = self.operations[cluster] = fixed_operation(cluster, "")
+        return None if prefix is None else prefix + path
+
 
 def encode_plain_route(
     ctx: RouteContext,
@@ -156,7 +183,7 @@ def encode_plain_route(
     hashed = False
     if len(dests) == 1:
         cluster, ch = parts.destination(ctx, dests[0].destination)
-        action.append(length_delimited(_CLUSTER, cluster.encode()))
+        action.append(parts.cluster_field(cluster))
         hashed = ch is not None
         action.append(parts.hash(ch))
     else:
@@ -165,15 +192,14 @@ def encode_plain_route(
             if d.weight == 0:
                 continue  # Istio drops weight-0 destinations when there are several
             weighted_cluster, ch = parts.destination(ctx, d.destination)
-            entry = length_delimited(_CW_NAME, weighted_cluster.encode())
-            entry += length_delimited(_CW_WEIGHT, _UINT32_VALUE + varint(d.weight))
+            entry = parts.cluster_field(weighted_cluster) + parts.weight_field(d.weight)
             entries.append(length_delimited(_WC_CLUSTERS, entry))
             action.append(parts.hash(ch))
         action.append(length_delimited(_WEIGHTED, b"".join(entries)))
     action.append(parts.retry(route.retries or ctx.push.mesh.default_http_retry_policy, hashed))
     out.append(length_delimited(_ACTION, b"".join(action)))
     out.append(extra)
-    fixed = fixed_operation(cluster, path) if cluster else None  # weighted: names the port
+    fixed = parts.operation(cluster, path) if cluster else None  # weighted: names the port
     return encoded_route(b"".join(out), ctx.vs.name, path, fixed, catch_all)
 
 
@@ -189,6 +215,8 @@ _WC_CLUSTERS = field_number(rc.WeightedCluster.DESCRIPTOR, "clusters")
 _CW_NAME = field_number(rc.WeightedCluster.ClusterWeight.DESCRIPTOR, "name")
 _CW_WEIGHT = field_number(rc.WeightedCluster.ClusterWeight.DESCRIPTOR, "weight")
 _UINT32_VALUE = b"\x08"  # google.protobuf.UInt32Value.value: field 1, varint
+# PlainParts.cluster_field serves both: RouteAction.cluster and ClusterWeight.name.
+assert _CW_NAME == _CLUSTER
 # A route without match: `/` (route_match(None)), which matches everything.
 _MATCH_ALL_MESSAGE = route_match(None)
 _MATCH_ALL = length_delimited(_MATCH, _MATCH_ALL_MESSAGE.SerializeToString())

@@ -100,10 +100,16 @@ class _DomainClaims:
         self.seen: set[str] = set()
         self.known_fqdns = known_fqdns
 
-    def claim(self, domains: Sequence[str], alts: list[str], lowered: list[str]) -> list[str]:
-        """`lowered`: the domains in lower case (made once per service, not per port)."""
-        out = []
+    def claim(
+        self, domains: Sequence[str], alts: list[str], lowered: list[str], distinct: bool = False
+    ) -> Sequence[str]:
+        """`lowered`: the domains in lower case (made once per service, not per port);
+        `distinct`: no two of them equal."""
         seen, known = self.seen, self.known_fqdns
+        if distinct and seen.isdisjoint(lowered) and (not alts or known.isdisjoint(alts)):
+            seen.update(lowered)  # the usual case, decided in C: every domain is kept
+            return domains
+        out = []
         for d, low in zip(domains, lowered):  # noqa: B905 (equal lengths, zip is hot here)
             if low in seen:
                 continue
@@ -122,6 +128,7 @@ class ServiceDomains:
     alts: list[str]  # the expanded short names among them
     encoded: bytes  # domains_bytes(domains)
     lowered: list[str]  # in lower case, for the claims
+    distinct: bool  # no two lowered domains equal
 
 
 # A service's domains by (hostname, namespace, aliases): the same on every port.
@@ -130,8 +137,9 @@ DomainsMemo = dict[tuple[str, str, Sequence[str]], ServiceDomains]
 
 def _service_domains(svc: Service, proxy_domain: str, aliases: Sequence[str]) -> ServiceDomains:
     domains, alts = service_domains(svc, proxy_domain, aliases)
+    lowered = [d.lower() for d in domains]
     return ServiceDomains(
-        tuple(domains), alts, domains_bytes(domains), [d.lower() for d in domains]
+        tuple(domains), alts, domains_bytes(domains), lowered, len(set(lowered)) == len(lowered)
     )
 
 
@@ -176,7 +184,7 @@ def build_virtual_hosts(
             found = memo.get(key)
             if found is None:
                 found = memo[key] = _service_domains(svc, proxy_domain, key[2])
-            claimed = claims.claim(found.domains, found.alts, found.lowered)
+            claimed = claims.claim(found.domains, found.alts, found.lowered, found.distinct)
             if not claimed:
                 continue
             if len(claimed) == len(found.domains):
