@@ -27,14 +27,17 @@ def replace_files(files: Sequence[tuple[Path, str]], durable: bool = True) -> li
     staged: list[tuple[str, Path]] = []
     try:
         for path, text in files:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = _temporary(path)
             staged.append((tmp, path))
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            try:
+                data = text.encode()
+                written = 0
+                while written < len(data):
+                    written += os.write(fd, data[written:])
                 if durable:
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
         for tmp, path in staged:
             os.replace(tmp, path)
     except BaseException:
@@ -43,6 +46,18 @@ def replace_files(files: Sequence[tuple[Path, str]], durable: bool = True) -> li
                 os.unlink(tmp)
         raise
     return list(dict.fromkeys(path.parent for _, path in staged))
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new 0600 file next to `path`. The directory is made only when missing: a mkdir of
+    an existing one still takes its lock, which the writes and renames of other objects in
+    that directory hold (B8: 7% of a sync's store write)."""
+    prefix, directory = f".{path.stem}.", path.parent
+    try:
+        return tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
+    except FileNotFoundError:
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
 
 
 def remove_files(paths: Sequence[Path]) -> list[Path]:
