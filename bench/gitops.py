@@ -291,6 +291,8 @@ async def _run(
         "drift_detect_ms_p99": round(pct(detect, 0.99) * 1000, 1),
         "self_heal_ms_p50": round(statistics.median(heal) * 1000, 1),
         "self_heal_ms_p99": round(pct(heal, 0.99) * 1000, 1),
+        "drift_detect_ms_each": [round(x * 1000, 1) for x in detect],
+        "self_heal_ms_each": [round(x * 1000, 1) for x in heal],
         "idle_cpu_s_per_pass_of_all_apps": round(per_pass, 3),
         "idle_reconciles_measured": idle_reconciles,
         "idle_git_resolves_measured": idle_resolves,
