@@ -337,7 +337,8 @@ class Controller:
             self._started[item.key] = time.monotonic()
             try:
                 fresh = item.reason not in _REPORT_FIRST
-                result = await asyncio.to_thread(self.reconciler.reconcile, item.key, fresh)
+                pause = None if item.urgent else self.queue.wait_calm
+                result = await asyncio.to_thread(self.reconciler.reconcile, item.key, fresh, pause)
             except Exception as exc:  # one app's failure must not stop the controller
                 log.exception("reconcile of %s failed", item.key)
                 result = ReconcileResult(item.key, exists=True, errors=(str(exc),))

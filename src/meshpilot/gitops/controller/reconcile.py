@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -112,11 +113,15 @@ class Reconciler:
         # per app: the inputs and result of the last comparison that found nothing to do
         self._quiet: dict[ConfigKey, _Quiet] = {}
 
-    def reconcile(self, key: ConfigKey, fresh: bool = True) -> ReconcileResult:
+    def reconcile(
+        self, key: ConfigKey, fresh: bool = True, pause: Callable[[], None] | None = None
+    ) -> ReconcileResult:
         """`fresh=False` (drift, webhook, resync): health may use the mesh findings from
         before the latest mesh change (the result says so with `stale_health`; the
         controller looks again). An app whose inputs did not change since its last quiet
-        comparison is not rendered or compared again (`skipped`)."""
+        comparison is not rendered or compared again (`skipped`). `pause`, for work that
+        is not urgent, is called before rendering and before writing status (holding no
+        lock): it waits while urgent work runs."""
         started = time.perf_counter()
         app = self._load(key)
         if app is None:
@@ -130,6 +135,8 @@ class Reconciler:
             # nothing the comparison reads changed since it last found nothing to do
             self._quiet[key] = quiet
             return replace(quiet.result, seconds=time.perf_counter() - started, skipped=True)
+        if pause is not None:
+            pause()
         rendered = render_app(app, self.deps)
         inputs = None
         if not rendered.conditions:
@@ -147,6 +154,8 @@ class Reconciler:
         # (Argo CD persists the comparison with the operation it starts). Drift is written
         # at once: OutOfSync is what a user watching the app must see, healed or not.
         written = decision.sync and not decision.self_heal
+        if not written and pause is not None:
+            pause()
         written = written or self._save(key, app.status, status)
         after = facts_of(app.model_copy(update={"status": status}), key.namespace)
         events = [_event(t, after) for t in transitions(before, after)]

@@ -128,3 +128,42 @@ def test_a_drift_merged_into_queued_other_work_keeps_its_own_reason() -> None:
         assert (item.reason, item.level) == ("refresh requested", Level.LATEST)
 
     asyncio.run(scenario())
+
+
+def test_running_other_work_pauses_while_urgent_work_is_queued_or_runs() -> None:
+    key = {n: ConfigKey(Kind.APPLICATION, "argocd", n) for n in ("resync", "webhook")}
+
+    async def scenario() -> None:
+        queue = WorkQueue()
+        queue.add(key["resync"], Level.LATEST, "resync", urgent=False)
+        resync = await queue.get()
+        assert not resync.urgent
+        paused: list[float] = []
+
+        def worker() -> None:  # a resync's reconcile reaching its pause point
+            started = time.monotonic()
+            queue.wait_calm()
+            paused.append(time.monotonic() - started)
+
+        worker()  # nothing urgent: no wait
+        assert paused[-1] < 0.05
+        queue.add(key["webhook"], Level.LATEST, "webhook")  # queued: pause points hold
+        thread = threading.Thread(target=worker)
+        thread.start()
+        webhook = await queue.get()
+        assert webhook.urgent
+        await asyncio.sleep(0.1)
+        assert thread.is_alive()  # still held while the webhook runs
+        queue.done(key["webhook"])
+        await asyncio.to_thread(thread.join, 1)
+        assert 0.09 <= paused[-1] < RESYNC_HOLD
+        # never held longer than RESYNC_HOLD, however long the urgent work runs
+        queue.add(key["webhook"], Level.LATEST, "webhook")
+        assert (await queue.get()).urgent
+        started = time.monotonic()
+        await asyncio.to_thread(queue.wait_calm)
+        assert RESYNC_HOLD - 0.05 <= time.monotonic() - started < RESYNC_HOLD + 0.5
+        queue.done(key["webhook"])
+        queue.done(key["resync"])
+
+    asyncio.run(scenario())
