@@ -4,9 +4,10 @@
                             [--json FILE]
 
 Through the endpoint: `meshpilot discovery --ca-dir` runs as its own process (the real
-command) and is called on its CA port (`--ca-port`: Envoy terminates TLS and HTTP/2 and
-forwards to discovery over HTTP/1.1 on a Unix socket), then, for comparison, on its xDS +
-CA TLS port (`--secure-port`, grpc.aio, Istio's 15012); client processes send
+command) and is called on its secure port (Istio's 15012) as it starts by default: its
+front Envoy terminates TLS and HTTP/2 and forwards CA calls to discovery over HTTP/1.1 on a
+Unix socket (security/front_server.py); then, for comparison, the same port served by
+grpc.aio itself (`--no-front-envoy`). Client processes send
 IstioCertificateService/CreateCertificate with `authorization: Bearer <token>` (one token
 per simulated pod), --concurrency calls in flight each, over TLS that verifies the serving
 certificate.
@@ -19,7 +20,7 @@ both. Per CSR kind: certs/s through the endpoint and bare, the ratio (target >= 
 endpoint's p50/p90/p99 latency with --concurrency calls in flight and with one call at a
 time (what a single proxy waits); target >= 500 certs/s. On a shared box wall clock drifts,
 so CPU time per certificate is reported too (the control plane process and its children,
-the CA port's Envoy, all threads, user and system, vs this process for bare), and gRPC's
+the front Envoy, all threads, user and system, vs this process for bare), and gRPC's
 own floor: the same calls to an echo handler over the same TLS (what a Python gRPC CA pays
 before signing anything), on grpc.aio and on grpc's thread-pool server. The load average is
 recorded before and after: the box is shared.
@@ -49,6 +50,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from bench.ca_drive import Endpoint, drive
+from bench.ca_native import NativeRun, h2load_binary, native_drive
 from meshpilot.security.ca import CertificateAuthority
 from meshpilot.security.ca_api import (
     CREATE_CERTIFICATE,
@@ -67,6 +69,7 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+NATIVE_CONNECTIONS = 4  # h2load's: the calls in flight spread over these
 RSA_POOL = 32  # distinct RSA 2048 keys: generating 4000 would take minutes
 
 
@@ -144,26 +147,44 @@ def _ours(ca: CertificateAuthority, csrs: list[tuple[str, str, str]]) -> Rate:
     return Rate(len(csrs) / (time.perf_counter() - start), cpu / len(csrs))
 
 
+def _discovery_argv(ca_dir: Path, port: int, via: str, monitoring: int = 0) -> list[str]:
+    """`meshpilot discovery` serving its secure port on `port` through its front Envoy
+    (`via` "front", the default) or by grpc.aio itself ("grpc-aio")."""
+    return [
+        str(Path(sys.executable).parent / "meshpilot"), "discovery",
+        "-f", str(REPO / "examples" / "bookinfo"), "--ca-dir", str(ca_dir),
+        "--xds-port", "0", "--monitoring-port", str(monitoring), "--log-level", "warning",
+        "--secure-port", str(port), *(["--no-front-envoy"] if via == "grpc-aio" else []),
+    ]  # fmt: skip
+
+
 def _endpoint(
     ca_dir: Path,
     csrs: list[tuple[str, str, str]],
     concurrency: int,
     clients: int,
-    via: str = "ca-port",
+    via: str = "front",
 ) -> Endpoint:
-    """`meshpilot discovery`, called on its CA port (`via` "ca-port", grpc's thread-pool
-    server) or on its xDS + CA TLS port ("secure-port", grpc.aio, 15012)."""
+    """The secure port called by Python gRPC client processes (a token per pod)."""
     tokens = TokenAuthority.open(ca_dir)
     work = [(tokens.issue(ns, sa, f"pod-{i}"), pem) for i, (ns, sa, pem) in enumerate(csrs)]
-    ports = {"secure-port": _free_port(), "ca-port": _free_port()}
-    argv = [
-        str(Path(sys.executable).parent / "meshpilot"), "discovery",
-        "-f", str(REPO / "examples" / "bookinfo"), "--ca-dir", str(ca_dir),
-        "--xds-port", "0", "--monitoring-port", "0", "--log-level", "warning",
-        *(arg for name, port in ports.items() for arg in (f"--{name}", str(port))),
-    ]  # fmt: skip
+    port = _free_port()
     root = (ca_dir / "root-cert.pem").read_bytes()
-    return drive(argv, ports[via], root, work, concurrency, clients, CREATE_CERTIFICATE)
+    argv = _discovery_argv(ca_dir, port, via)
+    return drive(argv, port, root, work, concurrency, clients, CREATE_CERTIFICATE)
+
+
+def _native(ca_dir: Path, csrs: list[tuple[str, str, str]], in_flight: int, via: str) -> NativeRun:
+    """The secure port loaded by h2load (bench/ca_native.py): `in_flight` calls at a time
+    over NATIVE_CONNECTIONS TLS connections."""
+    connections = min(NATIVE_CONNECTIONS, in_flight)
+    ns, sa, pem = csrs[0]
+    token = TokenAuthority.open(ca_dir).issue(ns, sa, "pod-0")
+    port, monitoring = _free_port(), _free_port()
+    argv = _discovery_argv(ca_dir, port, via, monitoring)
+    return native_drive(
+        argv, port, monitoring, token, pem, len(csrs), connections, in_flight // connections, ca_dir
+    )
 
 
 def _echo(
@@ -212,27 +233,54 @@ def _percentiles(latencies: list[float]) -> dict[str, float]:
     }
 
 
+def _native_figures(
+    native: dict[str, list[NativeRun]], bare: Rate, bare_cpu: float
+) -> dict[str, Any]:
+    """B7 with h2load as the callers: each way's faster run of two."""
+    figures: dict[str, Any] = {}
+    for via, done in native.items():
+        if not done:
+            continue
+        best = max(done, key=lambda r: r.certs_per_s)
+        key = "h2load_" + via.replace("-", "_")
+        figures[key] = {
+            "certs_per_s": round(best.certs_per_s),
+            "ratio": round(best.certs_per_s / bare.per_s, 3),
+            "runs_certs_per_s": [round(r.certs_per_s) for r in done],
+            "server_cpu_us_per_cert": _us(best.server_cpu_per_cert),
+            "envoy_us_per_cert": _us(best.children_per_cert),
+            "cpu_ratio": round(bare_cpu / min(r.server_cpu_per_cert for r in done), 3),
+        }
+    return figures
+
+
 def _kind(
     ca: CertificateAuthority, ca_dir: Path, kind: str, opts: argparse.Namespace
 ) -> dict[str, Any]:
     """One CSR kind: bare before and after the endpoint runs (the better one counts: the box
-    is shared), our sign() in process, the endpoint loaded on the CA port and on the secure
-    port (twice each, the cheaper run counts), then one call at a time on the CA port."""
+    is shared), our sign() in process, the secure port loaded through the front Envoy and
+    served by grpc.aio (twice each, the cheaper run counts), then one call at a time."""
     csrs = _make_csrs(opts.csrs, kind)
     _bare(ca.material.signer, csrs[: min(200, len(csrs))])  # warm-up
     before = _bare(ca.material.signer, csrs)
     ours = _ours(ca, csrs)
-    # Both ports twice, alternating; each keeps its cheaper run (as bare keeps its faster).
-    runs: dict[str, list[Endpoint]] = {"ca-port": [], "secure-port": []}
+    # Both ways twice, alternating; each keeps its cheaper run (as bare keeps its faster).
+    runs: dict[str, list[Endpoint]] = {"front": [], "grpc-aio": []}
     for _ in range(2):
         for via, kept in runs.items():
             kept.append(_endpoint(ca_dir, csrs, opts.concurrency, opts.clients, via))
     endpoint, aio = (min(kept, key=lambda e: e.server_cpu_per_cert) for kept in runs.values())
     single = _endpoint(ca_dir, csrs[: opts.single], 1, 1)
+    native: dict[str, list[NativeRun]] = {"front": [], "grpc-aio": []}
+    if h2load_binary() is not None:
+        for _ in range(2):
+            for via, done in native.items():
+                done.append(_native(ca_dir, csrs, opts.concurrency, via))
     after = _bare(ca.material.signer, csrs)
     bare = max(before, after, key=lambda r: r.per_s)
     bare_cpu = min(before.cpu_per_cert, after.cpu_per_cert)
     return {
+        **_native_figures(native, bare, bare_cpu),
         "bare_certs_per_s": round(bare.per_s),
         "endpoint_certs_per_s": round(endpoint.certs_per_s),
         "ratio": round(endpoint.certs_per_s / bare.per_s, 3),
@@ -243,9 +291,10 @@ def _kind(
         "endpoint_server_sys_us_per_cert": _us(endpoint.server_sys_per_cert),
         "endpoint_envoy_us_per_cert": _us(endpoint.children_per_cert),
         "cpu_ratio": round(bare_cpu / endpoint.server_cpu_per_cert, 3),
-        "secure_port_certs_per_s": round(aio.certs_per_s),
-        "secure_port_server_cpu_us_per_cert": _us(aio.server_cpu_per_cert),
-        "secure_port_cpu_ratio": round(bare_cpu / aio.server_cpu_per_cert, 3),
+        "grpc_aio_certs_per_s": round(aio.certs_per_s),
+        "grpc_aio_ratio": round(aio.certs_per_s / bare.per_s, 3),
+        "grpc_aio_server_cpu_us_per_cert": _us(aio.server_cpu_per_cert),
+        "grpc_aio_cpu_ratio": round(bare_cpu / aio.server_cpu_per_cert, 3),
         "loaded": _percentiles(endpoint.latencies),
         "one_at_a_time": _percentiles(single.latencies),
     }

@@ -66,6 +66,9 @@ class Settings:
     # Also serve the TLS port (xDS + CA) on this Unix socket: pods in other network
     # namespaces reach it without a listener on a shared address. Empty: TCP only.
     secure_uds: str = ""
+    # TLS and HTTP/2 of the secure port (15012) in an Envoy next to the control plane
+    # (security/front_server.py): a CSR costs about half the CPU of grpc.aio's TLS port.
+    secure_front: bool = True
     # Opt-in, not istiod's output: Delta xDS sidecars get their outbound HTTP route configs
     # with `vhds` and the virtual hosts as VHDS resources, so a VirtualService change sends
     # only the changed virtual hosts (xds/vhds.py). SotW proxies and gateways: unchanged.

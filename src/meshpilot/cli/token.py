@@ -37,6 +37,7 @@ class CaOptions:
     secure_port: int | None
     mtls_port: int | None
     ca_port: int | None
+    front: bool
     enabled: bool
 
     def apply(self, settings: Settings, moved_ports: bool) -> Settings:
@@ -50,12 +51,13 @@ class CaOptions:
             settings.ports,
             xds_tls=_first(self.secure_port, default_port, settings.ports.xds_tls),
             xds_mtls=_first(self.mtls_port, default_port, settings.ports.xds_mtls),
-            # Opt-in: it runs an Envoy next to the control plane (security/ca_server.py).
+            # Opt-in: a listener of the front Envoy (security/front_server.py).
             ca=None if self.ca_port is None or self.ca_port < 0 else self.ca_port,
         )
         return replace(
             settings,
             ports=ports,
+            secure_front=self.front,
             ca_dir=self.ca_dir or settings.ca_dir or default_ca_dir(),
             cacerts=self.cacerts or settings.cacerts,
             root_cert_out=self.root_cert_out or settings.root_cert_out,
@@ -78,6 +80,7 @@ def ca_options(func: F) -> F:
             secure_port=kwargs.pop("secure_port"),
             mtls_port=kwargs.pop("mtls_port"),
             ca_port=kwargs.pop("ca_port"),
+            front=kwargs.pop("front_envoy"),
             enabled=kwargs.pop("ca_enabled"),
         )
         return func(*args, **kwargs)
@@ -111,7 +114,15 @@ def ca_options(func: F) -> F:
             "--ca-port",
             type=int,
             help="Also serve the CA alone over TLS on this port (e.g. 15011; token auth as on "
-            "--secure-port), through an Envoy: about a quarter less CPU per CSR.  [default: off]",
+            "--secure-port), through the front Envoy.  [default: off]",
+        ),
+        click.option(
+            "--front-envoy/--no-front-envoy",
+            "front_envoy",
+            default=True,
+            show_default=True,
+            help="Terminate TLS and HTTP/2 of the secure port in an Envoy next to the control "
+            "plane (CA calls cost about half the CPU); off: grpc.aio serves it directly.",
         ),
         click.option(
             "--ca/--no-ca",

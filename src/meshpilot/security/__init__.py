@@ -10,8 +10,9 @@ caller.py         who calls: bearer token or client certificate
 csr_service.py    istio.v1.auth.IstioCertificateService/CreateCertificate: issue() and its
                   grpc.aio handler
 secure_server.py  the control plane's TLS ports: ADS and the CA
-ca_server.py      the CA port (15011): the CA alone behind an Envoy doing TLS and HTTP/2
-ca_envoy.py       that Envoy's bootstrap
+front_server.py   the front Envoy doing TLS and HTTP/2 of 15012 (and the CA-only 15011)
+front_envoy.py    that Envoy's bootstrap
+front_envoy_process.py  its process, restarted if it dies
 ca_http.py        the CA's gRPC-over-HTTP/1.1 protocol on the Unix socket Envoy forwards to
 ca_api.py         Istio's CA API messages
 """

@@ -1,4 +1,4 @@
-"""The CA's call as Envoy forwards it from the CA port: gRPC over HTTP/1.1 on a Unix socket.
+"""The CA's call as the front Envoy forwards it (15012, 15011): gRPC over HTTP/1.1 on a Unix socket.
 
     Envoy (TLS, HTTP/2) ──HTTP/1.1, keep-alive──► this server ──► CsrService.issue()
 
@@ -10,7 +10,7 @@
 
 Envoy turns the HTTP/1.1 trailers back into HTTP/2 trailers (the cluster enables them), so
 the caller sees the same status codes and messages as on 15012. Identity is proven here,
-by the token the caller sent; nothing Envoy adds is trusted for it (x-forwarded-for, the
+by the token the caller sent; nothing Envoy adds is trusted for it (x-meshpilot-peer, the
 caller's address, only goes into refusal logs). One asyncio protocol per Envoy connection,
 parsing in place: no streams, no tasks per call; the connections share a read buffer and
 their answers leave together at the end of a loop iteration (ServerIo). Per call, only the
@@ -30,6 +30,7 @@ from meshpilot.security.ca_api import (
     IstioCertificateResponse,
 )
 from meshpilot.security.csr_service import CaRefusal, CsrService
+from meshpilot.xds.grpc_service import PEER_HEADER
 
 __all__ = ["CaHttpProtocol", "ServerIo", "chain_answer", "grpc_message"]
 
@@ -134,8 +135,8 @@ def _no_client_cert() -> dict[str, Any]:
 def _peer(head: bytes, low: bytes) -> Any:
     def peer() -> str:
         # Envoy appends the caller's address last (use_remote_address); logs only.
-        forwarded = (_header(head, low, b"x-forwarded-for") or b"").rsplit(b",", 1)[-1].strip()
-        return f"{forwarded.decode('latin-1') or 'unknown'} (via the CA port)"
+        address = _header(head, low, PEER_HEADER.encode()) or b""
+        return f"{address.decode('latin-1') or 'unknown'} (via the front Envoy)"
 
     return peer
 

@@ -1,11 +1,13 @@
 """The control plane's TLS port (istiod's 15012): ADS and the CA behind the mesh root.
 
     15012  TLS, serving certificate istiod.istio-system.svc (+ localhost, 127.0.0.1) signed by
-           the mesh CA; callers prove who they are with a bearer token
+           the mesh CA; callers prove who they are with a bearer token. With `front` (the
+           CLI's default) TLS and HTTP/2 are an Envoy's (front_server.py): CA calls go to
+           ca_http.py, ADS streams to grpc.aio on a private socket; else grpc.aio's.
     15013  the same services, client certificate required and verified against the root:
-           renewal by the current certificate
-    15011  the CA alone, TLS + token as on 15012, TLS and HTTP/2 done by an Envoy: the cheaper
-           transport per CSR (ca_server.py); a meshpilot port, not an Istio one
+           renewal by the current certificate (grpc.aio)
+    15011  the CA alone, TLS + token as on 15012, through the same front Envoy; a meshpilot
+           port, not an Istio one (opt-in)
 
 Why two ports: Istio serves both on 15012 with "verify a client certificate if given", but
 gRPC Python offers only "never ask" or "require" for client certificates. 15013 is not an
@@ -25,15 +27,16 @@ from pathlib import Path
 import grpc
 
 from meshpilot.security.ca import CertificateAuthority
-from meshpilot.security.ca_server import CaServer
 from meshpilot.security.csr_service import CsrService
 from meshpilot.security.files import write_public
+from meshpilot.security.front_server import FrontPort, FrontServer
 from meshpilot.security.tokens import TokenAuthority
 from meshpilot.settings import Settings
 from meshpilot.xds.grpc_service import (
     SERVER_OPTIONS,
     AdsStreams,
     ads_handler,
+    bind,
     remove_stale_socket,
 )
 
@@ -58,7 +61,8 @@ class SecureServer:
         self._ads = ads
         self._ips = tuple(ips)
         self._grpc: grpc.aio.Server | None = None
-        self._ca_server: CaServer | None = None
+        self._inner: grpc.aio.Server | None = None  # ADS behind the front Envoy
+        self._front: FrontServer | None = None
         self.port = 0
         self.mtls_port = 0
         self.ca_port = 0
@@ -70,18 +74,45 @@ class SecureServer:
         mtls_port: int | None = None,
         uds: str = "",
         ca_port: int | None = None,
+        front: bool = False,
     ) -> int:
         """Serve on host:port (TLS) and, unless None, host:mtls_port (client certificate
         required) and host:ca_port (the CA alone, TLS), and on the Unix socket `uds` if
-        given (TLS, as host:port); returns the TLS port. Port 0: any free port."""
+        given (TLS, as host:port); returns the TLS port. Port 0: any free port. `front`:
+        host:port through the front Envoy (the Unix socket stays grpc.aio's)."""
+        try:
+            await self._start(host, port, mtls_port, uds, ca_port, front)
+        except BaseException:
+            await self.stop(0)
+            raise
+        log.info(
+            "secure xDS and CA on %s:%d (TLS%s)%s%s",
+            host,
+            self.port,
+            ", through Envoy" if front else "",
+            f", :{self.mtls_port} (client certificate required)" if self.mtls_port else "",
+            f", CA alone on :{self.ca_port} (TLS)" if self.ca_port else "",
+        )
+        return self.port
+
+    async def _start(
+        self,
+        host: str,
+        port: int,
+        mtls_port: int | None,
+        uds: str,
+        ca_port: int | None,
+        front: bool,
+    ) -> None:
+        ips = [ip for ip in (*self._ips, host) if ip not in ("0.0.0.0", "::")]
+        creds = self.ca.serving_credentials(ISTIOD_DNS_NAMES, sorted(set(ips)))
+        pair = [(creds.key_pem, creds.chain_pem)]
         server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers([self.csr.handler()])
         if self._ads is not None:
             server.add_generic_rpc_handlers([ads_handler(self._ads)])
-        ips = [ip for ip in (*self._ips, host) if ip not in ("0.0.0.0", "::")]
-        creds = self.ca.serving_credentials(ISTIOD_DNS_NAMES, sorted(set(ips)))
-        pair = [(creds.key_pem, creds.chain_pem)]
-        self.port = _bind(server, host, port, grpc.ssl_server_credentials(pair))
+        if not front:
+            self.port = _bind(server, host, port, grpc.ssl_server_credentials(pair))
         if uds:
             remove_stale_socket(uds)
             _bind_address(server, f"unix:{uds}", grpc.ssl_server_credentials(pair))
@@ -92,35 +123,37 @@ class SecureServer:
             self.mtls_port = _bind(server, host, mtls_port, mutual)
         await server.start()
         self._grpc = server
+        ports = [FrontPort("secure", host, port, self._ads is not None)] if front else []
         if ca_port is not None:
-            self._ca_server = CaServer(self.csr)
-            try:
-                self.ca_port = await self._ca_server.start(host, ca_port, creds)
-            except BaseException:
-                self._ca_server = None
-                await self.stop(0)
-                raise
-        log.info(
-            "secure xDS and CA on %s:%d (TLS)%s%s",
-            host,
-            self.port,
-            f", :{self.mtls_port} (client certificate required)" if self.mtls_port else "",
-            f", CA alone on :{self.ca_port} (TLS)" if self.ca_port else "",
-        )
-        return self.port
+            ports.append(FrontPort("ca", host, ca_port, xds=False))
+        if not ports:
+            return
+        self._front = FrontServer(self.csr)
+        xds_socket = ""
+        if front and self._ads is not None:
+            xds_socket = self._front.xds_socket()
+            inner = grpc.aio.server(options=SERVER_OPTIONS)
+            inner.add_generic_rpc_handlers([ads_handler(self._ads, forwarded=True)])
+            bind(inner, f"unix:{xds_socket}")  # in the clear: a 0600 socket, Envoy's alone
+            await inner.start()
+            self._inner = inner
+        bound = await self._front.start(ports, creds, xds_socket)
+        self.port = bound.get("secure", self.port)
+        self.ca_port = bound.get("ca", 0)
 
     async def stop(self, grace: float = 1.0) -> None:
-        if self._grpc is not None:
-            await self._grpc.stop(grace)
-            self._grpc = None
-        if self._ca_server is not None:
-            await self._ca_server.stop()
-            self._ca_server = None
+        if self._front is not None:
+            await self._front.stop()
+            self._front = None
+        for server in (self._inner, self._grpc):
+            if server is not None:
+                await server.stop(grace)
+        self._inner = self._grpc = None
 
     @property
-    def ca_envoy_pid(self) -> int | None:
-        """The CA port's Envoy (its CPU is the control plane's too)."""
-        return self._ca_server.envoy_pid if self._ca_server else None
+    def front_envoy_pid(self) -> int | None:
+        """The front Envoy (its CPU is the control plane's too)."""
+        return self._front.envoy_pid if self._front else None
 
 
 def _bind(server: grpc.aio.Server, host: str, port: int, creds: grpc.ServerCredentials) -> int:
@@ -156,6 +189,7 @@ async def start_secure_server(settings: Settings, ads: AdsStreams | None) -> Sec
         settings.ports.xds_mtls,
         uds=settings.secure_uds,
         ca_port=settings.ports.ca,
+        front=settings.secure_front,
     )
     log.info(
         "CA: root certificate for proxies: %s", settings.root_cert_out or ca_dir / "root-cert.pem"

@@ -34,6 +34,7 @@ from meshpilot.xds.connection import Connection, parse_request
 __all__ = [
     "ADS_SERVICE",
     "LARGE_RESPONSE",
+    "PEER_HEADER",
     "SEND_BUDGET",
     "SERVER_OPTIONS",
     "AdsStreams",
@@ -42,6 +43,7 @@ __all__ = [
     "ads_handler",
     "answered",
     "bind",
+    "forwarded_peer",
     "map_large_buffers",
     "read_requests",
     "remove_stale_socket",
@@ -62,10 +64,13 @@ class AdsStreams(Protocol):
         context: grpc.aio.ServicerContext,
         delta: bool,
         wire: bool = False,
+        forwarded: bool = False,
     ) -> AsyncIterator[Any]: ...
 
 
 ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+# Set by the front Envoy (security/front_envoy.py): the caller's address and port.
+PEER_HEADER = "x-meshpilot-peer"
 # The gRPC server options of both ADS ports (plaintext 15010, TLS 15012).
 SERVER_OPTIONS = [
     # Never share the port with another server (gRPC's default allows it).
@@ -268,12 +273,13 @@ def answered(conn: Connection, budget: SendBudget) -> None:
         conn.charged = 0
 
 
-def ads_handler(server: AdsStreams) -> grpc.GenericRpcHandler:
+def ads_handler(server: AdsStreams, forwarded: bool = False) -> grpc.GenericRpcHandler:
+    """`forwarded`: for the front Envoy's private socket (security/front_server.py)."""
     # The stream's own generator, bound by partial (grpc.aio asks whether a handler is an
     # async generator function, and looks through partials): no layer re-yielding every
     # response.
-    sotw = functools.partial(server.stream, delta=False, wire=True)
-    delta = functools.partial(server.stream, delta=True, wire=True)
+    sotw = functools.partial(server.stream, delta=False, wire=True, forwarded=forwarded)
+    delta = functools.partial(server.stream, delta=True, wire=True, forwarded=forwarded)
     return grpc.method_handlers_generic_handler(
         ADS_SERVICE,
         {
@@ -289,6 +295,16 @@ def ads_handler(server: AdsStreams) -> grpc.GenericRpcHandler:
             ),
         },
     )
+
+
+def forwarded_peer(context: grpc.aio.ServicerContext) -> str:
+    """The proxy's address as the front Envoy saw it (its `x-meshpilot-peer`, which it
+    always overwrites); only the front reaches the socket these streams come from."""
+    for key, value in context.invocation_metadata() or ():
+        if key == PEER_HEADER:
+            text = value.decode("latin-1") if isinstance(value, bytes) else value
+            return f"ipv6:{text}" if text.startswith("[") else f"ipv4:{text}"
+    return str(context.peer())
 
 
 def bind(server: grpc.aio.Server, address: str) -> int:

@@ -55,6 +55,7 @@ from meshpilot.xds.grpc_service import (
     ads_handler,
     answered,
     bind,
+    forwarded_peer,
     map_large_buffers,
     read_requests,
     remove_stale_socket,
@@ -305,11 +306,13 @@ class DiscoveryServer:
         context: grpc.aio.ServicerContext,
         delta: bool,
         wire: bool = False,
+        forwarded: bool = False,
     ) -> AsyncIterator[Any]:
         """One ADS stream: its first request names the node; then requests and pushes
         (xds/stream_loop.py). With `wire`, responses are `Outgoing` shells around serialized
         bytes (the handler's serializer must be `serialize_response`); else they are
-        response messages."""
+        response messages. `forwarded`: the stream came through the front Envoy, whose
+        x-meshpilot-peer names the proxy's address."""
         try:
             first = await anext(requests)
         except StopAsyncIteration:
@@ -322,7 +325,8 @@ class DiscoveryServer:
         if delta and self.settings.vhds:
             node = replace(node, vhds=True)
         push = self.push_context
-        conn = Connection(node, proxy_for(push, node), push, delta=delta, peer=context.peer())
+        peer = forwarded_peer(context) if forwarded else context.peer()
+        conn = Connection(node, proxy_for(push, node), push, delta=delta, peer=peer)
         self._connect(conn)
         reader = asyncio.create_task(read_requests(requests, conn, self.budget, self.loop.take_ack))
         try:

@@ -103,7 +103,7 @@ def test_ca_port_signs_what_the_token_proves_and_refuses_like_15012(
     with caplog.at_level(logging.DEBUG):
         run(tmp_path, scenario)
     refusal = [r.getMessage() for r in caplog.records if "refused CSR" in r.getMessage()]
-    assert any("via the CA port" in line and "web-pod.team-a" in line for line in refusal)
+    assert any("via the front Envoy" in line and "web-pod.team-a" in line for line in refusal)
     for record in caplog.records:
         assert tokens[0].split(".")[2] not in record.getMessage()
 
@@ -162,7 +162,7 @@ def test_the_ca_socket_trusts_no_header_without_a_token(tmp_path: Path) -> None:
 
 def _ca_dir(env: Env) -> Path:
     """The CA port's private directory (its socket and Envoy bootstrap)."""
-    front = env.server._ca_server
+    front = env.server._front
     assert front is not None and front._dir is not None
     return front._dir
 
@@ -176,7 +176,7 @@ def test_ca_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
             port = taken.getsockname()[1]
             with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}"):
                 await env.server.start("127.0.0.1", 0, ca_port=port)
-        assert env.server.ca_envoy_pid is None
+        assert env.server.front_envoy_pid is None
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
@@ -211,18 +211,18 @@ def test_a_dead_envoy_is_restarted_and_stop_leaves_nothing(tmp_path: Path) -> No
 
     async def scenario(env: Env) -> None:
         dirs.append(_ca_dir(env))
-        first = env.server.ca_envoy_pid
+        first = env.server.front_envoy_pid
         assert first is not None
         os.kill(first, signal.SIGKILL)
         async with env.ca_port() as chan:
             for _ in range(200):  # the restart backoff is 0.2 s
-                if env.server.ca_envoy_pid not in (None, first):
+                if env.server.front_envoy_pid not in (None, first):
                     break
                 await asyncio.sleep(0.05)
             await chan.channel_ready()
             chain = await create_certificate(chan, workload_csr("default", "reviews"), env.token())
         assert len(chain) == 2
-        dirs.append(Path(f"/proc/{env.server.ca_envoy_pid}"))
+        dirs.append(Path(f"/proc/{env.server.front_envoy_pid}"))
 
     run(tmp_path, scenario)
     assert not dirs[0].exists()  # the socket's private directory

@@ -56,7 +56,7 @@ def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> Non
         deadline = time.monotonic() + 5
         while (private_dir / "envoy.json").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert [p.name for p in private_dir.glob("*")] == ["ca.sock"]
+        assert sorted(p.name for p in private_dir.glob("*")) == ["ca.sock", "xds.sock"]
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
@@ -68,12 +68,13 @@ def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> Non
     assert token not in log and token.split(".")[2] not in log
 
 
-def test_ca_port_off(tmp_path: Path) -> None:
+def test_ca_port_and_front_envoy_off(tmp_path: Path) -> None:
+    """`--no-front-envoy`: grpc.aio serves the secure port itself, no Envoy is started."""
     secure = free_port()
     argv = [
         MESHPILOT, "discovery", "-f", str(REPO / "examples" / "bookinfo"),
         "--xds-port", "0", "--monitoring-port", "0", "--secure-port", str(secure),
-        "--ca-port", "-1", "--ca-dir", str(tmp_path / "ca"),
+        "--ca-port", "-1", "--ca-dir", str(tmp_path / "ca"), "--no-front-envoy",
     ]  # fmt: skip
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
     try:
@@ -83,11 +84,12 @@ def test_ca_port_off(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
     assert proc.returncode == 0 and "CA alone" not in err.decode()
+    assert f"127.0.0.1:{secure} (TLS)," in err.decode()
 
 
 def test_the_ca_port_is_opt_in() -> None:
     def port(given: int | None, moved: bool) -> int | None:
-        options = CaOptions(None, None, None, None, None, given, enabled=True)
+        options = CaOptions(None, None, None, None, None, given, front=True, enabled=True)
         return options.apply(Settings(), moved_ports=moved).ports.ca
 
     assert Settings().ports.ca is None  # library default: no Envoy unless asked

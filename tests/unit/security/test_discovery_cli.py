@@ -60,6 +60,6 @@ def test_discovery_serves_the_ca_to_a_token_holder(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=15)
     log = err.decode()
     assert proc.returncode == 0, log
-    assert f"secure xDS and CA on 127.0.0.1:{secure} (TLS)" in log
+    assert f"secure xDS and CA on 127.0.0.1:{secure} (TLS, through Envoy)" in log
     assert "refused CSR" in log and "token of pod reviews-v1.default" in log
     assert token not in log and token.split(".")[2] not in log

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -112,11 +113,13 @@ def _stat(admin: Path, name: str) -> int:
 
 
 def test_envoy_gets_config_over_tls_and_refuses_a_foreign_root(tmp_path: Path) -> None:
-    port = free_port()
+    """Through the front Envoy (discovery's default): the proxy's stream reaches the ADS
+    server, which knows the proxy's own address, not the front's socket."""
+    port, monitoring = free_port(), free_port()
     root = tmp_path / "root-cert.pem"
     argv = [
         MESHPILOT, "discovery", "-f", str(REPO / "examples" / "bookinfo"),
-        "--xds-port", "0", "--monitoring-port", "0", "--secure-port", str(port),
+        "--xds-port", "0", "--monitoring-port", str(monitoring), "--secure-port", str(port),
         "--ca-dir", str(tmp_path / "ca"), "--root-cert-out", str(root),
     ]  # fmt: skip
     discovery = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -136,6 +139,10 @@ def test_envoy_gets_config_over_tls_and_refuses_a_foreign_root(tmp_path: Path) -
         )
         time.sleep(0.2)
         assert INBOUND not in _clusters(bad_admin)
+        with urllib.request.urlopen(f"http://127.0.0.1:{monitoring}/debug/syncz") as answer:
+            streams = json.load(answer)
+        (peer,) = [s["peer"] for s in streams if s["proxy"].startswith("productpage")]
+        assert peer.startswith("ipv4:127.0.0.1:"), peer
     finally:
         for proc in envoys:
             proc.terminate()

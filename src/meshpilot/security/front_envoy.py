@@ -1,9 +1,11 @@
-"""The CA port's front Envoy: its bootstrap (built as protobuf, written 0600).
+"""The control plane's front Envoy: its bootstrap (built as protobuf, written 0600).
 
-    listener  host:port, TLS with the control plane's serving certificate (ALPN h2), HTTP/2
-              only, one route: /istio.v1.auth.IstioCertificateService/ to the CA
-    cluster   the CA's HTTP/1.1 Unix socket (ca_http.py), trailers enabled, so the gRPC
-              status travels back as an HTTP/1.1 trailer
+    listeners one per front port, TLS with the control plane's serving certificate (ALPN h2),
+              HTTP/2 only: /istio.v1.auth.IstioCertificateService/ to the CA; on the secure
+              port (15012) everything else (ADS) to grpc.aio
+    clusters  the CA's HTTP/1.1 Unix socket (ca_http.py), trailers enabled, so the gRPC
+              status travels back as an HTTP/1.1 trailer; grpc.aio's private Unix socket
+              (HTTP/2 in the clear) for ADS streams
 
 No admin endpoint (nothing to reach it by), no access log, no stats, no request ids. The
 bootstrap carries the serving key inline, so the file is private (0600, in a 0700
@@ -16,6 +18,9 @@ for the echo call, README B7).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from envoy.config.bootstrap.v3 import bootstrap_pb2
 from envoy.config.cluster.v3 import circuit_breaker_pb2, cluster_pb2
@@ -36,28 +41,53 @@ from envoy.extensions.transport_sockets.tls.v3 import common_pb2, tls_pb2
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as upstream_pb2
 
 from meshpilot.security.ca_api import SERVICE_NAME
+from meshpilot.xds.grpc_service import PEER_HEADER
 from meshpilot.xds.protos import boolean, pack, seconds, u32
 
-__all__ = ["front_bootstrap"]
+__all__ = ["FrontPort", "front_bootstrap"]
 
 CLUSTER = "meshpilot_ca"
+XDS_CLUSTER = "meshpilot_xds"
 # Calls in flight to the CA: a mesh cold start queues thousands; Envoy's defaults (1024)
 # would turn the excess into 503s instead of letting them wait their turn.
 _MAX_REQUESTS = 100_000
 _MAX_CONNECTIONS = 50_000  # proxies connected at once, each for one call or a few
+# ADS streams in flight to grpc.aio: one per connected proxy, for as long as it is connected.
+_MAX_STREAMS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class FrontPort:
+    """One listener of the front Envoy: `xds` ports carry ADS too (15012), others the CA
+    alone (15011)."""
+
+    name: str
+    host: str
+    port: int
+    xds: bool
 
 
 def front_bootstrap(
-    host: str, port: int, chain_pem: bytes, key_pem: bytes, upstream_socket: str
+    ports: Sequence[FrontPort],
+    chain_pem: bytes,
+    key_pem: bytes,
+    ca_socket: str,
+    xds_socket: str = "",
 ) -> bootstrap_pb2.Bootstrap:
+    """Raises ValueError if a port carries ADS but no `xds_socket` is given."""
+    if any(p.xds for p in ports) and not xds_socket:
+        raise ValueError("an xDS front port needs the ADS server's socket")
     connections = downstream_connections_pb2.DownstreamConnectionsConfig(
         max_active_downstream_connections=_MAX_CONNECTIONS
     )
+    clusters = [_ca_cluster(ca_socket)]
+    if xds_socket:
+        clusters.append(_xds_cluster(xds_socket))
     return bootstrap_pb2.Bootstrap(
-        node=base_pb2.Node(id="meshpilot-ca-front", cluster="meshpilot-ca"),
+        node=base_pb2.Node(id="meshpilot-front", cluster="meshpilot-front"),
         static_resources=bootstrap_pb2.Bootstrap.StaticResources(
-            listeners=[_listener(host, port, chain_pem, key_pem)],
-            clusters=[_cluster(upstream_socket)],
+            listeners=[_listener(p, chain_pem, key_pem) for p in ports],
+            clusters=clusters,
         ),
         # Nobody reads this Envoy's stats (no admin): recording them is CPU per call.
         stats_config=stats_pb2.StatsConfig(stats_matcher=stats_pb2.StatsMatcher(reject_all=True)),
@@ -72,7 +102,7 @@ def front_bootstrap(
     )
 
 
-def _listener(host: str, port: int, chain_pem: bytes, key_pem: bytes) -> listener_pb2.Listener:
+def _listener(front: FrontPort, chain_pem: bytes, key_pem: bytes) -> listener_pb2.Listener:
     tls = tls_pb2.DownstreamTlsContext(
         common_tls_context=tls_pb2.CommonTlsContext(
             alpn_protocols=["h2"],
@@ -84,29 +114,48 @@ def _listener(host: str, port: int, chain_pem: bytes, key_pem: bytes) -> listene
             ],
         )
     )
+    routes = [
+        route_components_pb2.Route(
+            match=route_components_pb2.RouteMatch(prefix=f"/{SERVICE_NAME}/"),
+            route=route_components_pb2.RouteAction(cluster=CLUSTER, timeout=seconds(30)),
+        )
+    ]
+    if front.xds:
+        # ADS streams last as long as the proxy is connected: no route timeout.
+        routes.append(
+            route_components_pb2.Route(
+                match=route_components_pb2.RouteMatch(prefix="/"),
+                route=route_components_pb2.RouteAction(cluster=XDS_CLUSTER, timeout=seconds(0)),
+            )
+        )
     route = route_pb2.RouteConfiguration(
-        name="ca",
+        name=front.name,
         virtual_hosts=[
             route_components_pb2.VirtualHost(
-                name="ca",
+                name=front.name,
                 domains=["*"],
-                routes=[
-                    route_components_pb2.Route(
-                        match=route_components_pb2.RouteMatch(prefix=f"/{SERVICE_NAME}/"),
-                        route=route_components_pb2.RouteAction(
-                            cluster=CLUSTER, timeout=seconds(30)
+                routes=routes,
+                # Who called (the connection's, never x-forwarded-for's: Envoy's own gRPC client
+                # sends one), for logs and /debug/syncz; whatever the caller sent is replaced.
+                request_headers_to_add=[
+                    base_pb2.HeaderValueOption(
+                        header=base_pb2.HeaderValue(
+                            key=PEER_HEADER, value="%DOWNSTREAM_DIRECT_REMOTE_ADDRESS%"
                         ),
+                        append_action=base_pb2.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD,
                     )
                 ],
             )
         ],
     )
     manager = hcm_pb2.HttpConnectionManager(
-        stat_prefix="ca",
+        stat_prefix=front.name,
         codec_type=hcm_pb2.HttpConnectionManager.HTTP2,
         route_config=route,
-        use_remote_address=boolean(True),
         generate_request_id=boolean(False),
+        # Envoy's default resets a stream after 5 minutes without a frame: an ADS stream is
+        # quiet for as long as the configuration does not change.
+        stream_idle_timeout=seconds(0) if front.xds else None,
         http_filters=[
             hcm_pb2.HttpFilter(
                 name="envoy.filters.http.router",
@@ -115,9 +164,9 @@ def _listener(host: str, port: int, chain_pem: bytes, key_pem: bytes) -> listene
         ],
     )
     return listener_pb2.Listener(
-        name="ca",
+        name=front.name,
         address=address_pb2.Address(
-            socket_address=address_pb2.SocketAddress(address=host, port_value=port)
+            socket_address=address_pb2.SocketAddress(address=front.host, port_value=front.port)
         ),
         filter_chains=[
             listener_components_pb2.FilterChain(
@@ -135,16 +184,35 @@ def _listener(host: str, port: int, chain_pem: bytes, key_pem: bytes) -> listene
     )
 
 
-def _cluster(upstream_socket: str) -> cluster_pb2.Cluster:
+def _ca_cluster(upstream_socket: str) -> cluster_pb2.Cluster:
     http1 = upstream_pb2.HttpProtocolOptions(
         explicit_http_config=upstream_pb2.HttpProtocolOptions.ExplicitHttpConfig(
             http_protocol_options=protocol_pb2.Http1ProtocolOptions(enable_trailers=True)
         )
     )
+    return _unix_cluster(CLUSTER, upstream_socket, http1, _MAX_REQUESTS)
+
+
+def _xds_cluster(upstream_socket: str) -> cluster_pb2.Cluster:
+    http2 = upstream_pb2.HttpProtocolOptions(
+        explicit_http_config=upstream_pb2.HttpProtocolOptions.ExplicitHttpConfig(
+            http2_protocol_options=protocol_pb2.Http2ProtocolOptions()
+        )
+    )
+    return _unix_cluster(XDS_CLUSTER, upstream_socket, http2, _MAX_STREAMS)
+
+
+def _unix_cluster(
+    name: str,
+    upstream_socket: str,
+    protocol: upstream_pb2.HttpProtocolOptions,
+    max_requests: int,
+) -> cluster_pb2.Cluster:
+    # Envoy's defaults (1024 requests) would turn the 1025th proxy's call into a 503.
     limits = circuit_breaker_pb2.CircuitBreakers.Thresholds(
         max_connections=u32(1024),
-        max_pending_requests=u32(_MAX_REQUESTS),
-        max_requests=u32(_MAX_REQUESTS),
+        max_pending_requests=u32(max_requests),
+        max_requests=u32(max_requests),
     )
     endpoint = endpoint_components_pb2.LbEndpoint(
         endpoint=endpoint_components_pb2.Endpoint(
@@ -152,16 +220,16 @@ def _cluster(upstream_socket: str) -> cluster_pb2.Cluster:
         )
     )
     cluster = cluster_pb2.Cluster(
-        name=CLUSTER,
+        name=name,
         type=cluster_pb2.Cluster.STATIC,
         connect_timeout=seconds(1),
         circuit_breakers=circuit_breaker_pb2.CircuitBreakers(thresholds=[limits]),
         load_assignment=endpoint_pb2.ClusterLoadAssignment(
-            cluster_name=CLUSTER,
+            cluster_name=name,
             endpoints=[endpoint_components_pb2.LocalityLbEndpoints(lb_endpoints=[endpoint])],
         ),
     )
     cluster.typed_extension_protocol_options[
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
-    ].CopyFrom(pack(http1))
+    ].CopyFrom(pack(protocol))
     return cluster

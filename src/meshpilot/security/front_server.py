@@ -1,20 +1,22 @@
-"""The CA port (15011): `IstioCertificateService` alone, TLS and HTTP/2 done by an Envoy.
+"""The front Envoy: TLS and HTTP/2 of the secure port (15012) and the CA port (15011).
 
-    caller ──TLS, HTTP/2, gRPC──► Envoy (host:ca_port) ──HTTP/1.1, Unix socket──► ca_http.py
-                                   ca_envoy.py bootstrap                      on discovery's loop
+    proxy ──TLS, HTTP/2──► Envoy (host:15012) ─┬─ CA calls: HTTP/1.1, Unix socket ──► ca_http.py
+                           front_envoy.py       └─ ADS: HTTP/2, Unix socket ──► grpc.aio (xDS)
+    caller ──TLS, HTTP/2──► Envoy (host:15011, opt-in) ── CA calls only ──► ca_http.py
 
 Why: a unary call through grpc.aio costs 310-400 us of control plane CPU before any signing
 (three threads per call: EventEngine poller, completion-queue poller, then the asyncio loop
 woken through a socket), about as much as the signing itself. Envoy does TLS and HTTP/2 in
-C++ for ~110-190 us a call and hands the call to a plain asyncio protocol that parses it in
-place (~50-90 us): bench/ca_sign.py measures both paths, Envoy's CPU counted as the
-control plane's. The token is verified by our code exactly as on 15012 (CsrService.issue);
-Envoy terminates TLS but proves nothing. The Unix socket is 0600 in a private 0700
-directory, where the bootstrap (it holds the serving key) lives only until Envoy has read it;
-the directory goes when the port stops.
+C++ for ~60-150 us a call and hands the call to a plain asyncio protocol that parses it in
+place (~50-90 us): bench/ca_sign.py measures it, Envoy's CPU counted as the control
+plane's. The token is verified by our code (CsrService.issue); Envoy terminates TLS but
+proves nothing. ADS streams go on to the same grpc.aio handler as the plaintext port's, on
+a socket of their own. Both sockets are 0600 in a private 0700 directory, where the
+bootstrap (it holds the serving key) lives only until Envoy has read it; the directory goes
+when the front stops.
 
 Envoy is restarted with backoff if it dies and killed if discovery dies
-(ca_envoy_process.py). 15012 keeps serving the CA for agents that use the discovery address.
+(front_envoy_process.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import logging
 import shutil
 import socket
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from google.protobuf import json_format
@@ -32,64 +35,83 @@ from google.protobuf import json_format
 from meshpilot.agent.envoy_process import EnvoyLaunch
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.security.ca import ServingCredentials
-from meshpilot.security.ca_envoy import front_bootstrap
-from meshpilot.security.ca_envoy_process import FrontEnvoy
 from meshpilot.security.ca_http import CaHttpProtocol, ServerIo
 from meshpilot.security.csr_service import CsrService
+from meshpilot.security.front_envoy import FrontPort, front_bootstrap
+from meshpilot.security.front_envoy_process import FrontEnvoy
 
-__all__ = ["CaServer"]
+__all__ = ["FrontPort", "FrontServer"]
 
 log = logging.getLogger(__name__)
 
 _READY_TIMEOUT_S = 20.0
 
 
-class CaServer:
+class FrontServer:
     def __init__(self, csr: CsrService) -> None:
         self._csr = csr
         self._dir: Path | None = None
         self._http: asyncio.AbstractServer | None = None
         self._envoy: FrontEnvoy | None = None
         self._envoy_task: asyncio.Task[None] | None = None
-        self.port = 0
+        self.ports: dict[str, int] = {}  # listener name -> bound port
 
     @property
     def envoy_pid(self) -> int | None:
         return self._envoy.pid if self._envoy else None
 
-    async def start(self, host: str, port: int, credentials: ServingCredentials) -> int:
-        """Serve the CA on host:port (0: a free port) once Envoy listens; returns the port.
-        OSError if the port cannot be served (in use, Envoy missing or failing)."""
+    @property
+    def directory(self) -> Path:
+        """The private directory (0700) of the front's sockets, made on first use."""
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="meshpilot-front-"))
+        return self._dir
+
+    def xds_socket(self) -> str:
+        """Where grpc.aio must serve ADS in the clear for the front's xDS ports."""
+        return str(self.directory / "xds.sock")
+
+    async def start(
+        self, ports: Sequence[FrontPort], credentials: ServingCredentials, xds_socket: str = ""
+    ) -> dict[str, int]:
+        """Serve `ports` (port 0: a free one) once Envoy listens on all of them; returns the
+        bound port of each by name. OSError if one cannot be served (in use, Envoy missing
+        or failing)."""
         loop = asyncio.get_running_loop()
-        self._dir = Path(tempfile.mkdtemp(prefix="meshpilot-ca-port-"))  # 0700
         try:
-            upstream = str(self._dir / "ca.sock")
+            upstream = str(self.directory / "ca.sock")
             io = ServerIo()  # shared by Envoy's connections: one read buffer, answers batched
             self._http = await loop.create_unix_server(
                 lambda: CaHttpProtocol(self._csr, io), upstream
             )
             Path(upstream).chmod(0o600)
-            self.port = _check_free(host, port)  # Envoy would retry a taken port forever
+            if xds_socket:
+                Path(xds_socket).chmod(0o600)
+            # Envoy would retry a taken port forever: bind-check each first.
+            bound = [FrontPort(p.name, p.host, _check_free(p.host, p.port), p.xds) for p in ports]
             bootstrap = front_bootstrap(
-                host, self.port, credentials.chain_pem, credentials.key_pem, upstream
+                bound, credentials.chain_pem, credentials.key_pem, upstream, xds_socket
             )
             launch = EnvoyLaunch(
                 binary=envoy_binary(),
-                config_path=self._dir / "envoy.json",
-                work_dir=self._dir,
+                config_path=self.directory / "envoy.json",
+                work_dir=self.directory,
                 concurrency=1,
+                # Not its SIGTERM notice at every stop ("main"); real warnings stay.
+                log_level="warning,main:error,misc:error",
             )
             config = json_format.MessageToJson(bootstrap).encode()
-            self._envoy = FrontEnvoy(launch, config, host, self.port)
+            self._envoy = FrontEnvoy(launch, config, [(p.host, p.port) for p in bound])
             self._envoy_task = asyncio.create_task(self._envoy.run())
             self._envoy_task.add_done_callback(_report_exit)
-            await self._wait_listening(host)
+            self.ports = {p.name: p.port for p in bound}
+            await self._wait_listening()
         except BaseException:
             await self.stop()
             raise
-        return self.port
+        return self.ports
 
-    async def _wait_listening(self, host: str) -> None:
+    async def _wait_listening(self) -> None:
         assert self._envoy is not None and self._envoy_task is not None
         listening = asyncio.create_task(self._envoy.listening.wait())
         await asyncio.wait(
@@ -103,9 +125,8 @@ class CaServer:
         failure = ""
         if self._envoy_task.done() and not self._envoy_task.cancelled():
             failure = f": {self._envoy_task.exception()}"
-        raise OSError(
-            f"cannot serve the CA port {host}:{self.port} (Envoy{failure or ' not ready'})"
-        )
+        where = ", ".join(f"{name} :{port}" for name, port in self.ports.items())
+        raise OSError(f"cannot serve {where} (Envoy{failure or ' not ready'})")
 
     async def stop(self) -> None:
         if self._envoy is not None:
@@ -126,7 +147,7 @@ class CaServer:
 
 def _report_exit(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and (exc := task.exception()) is not None:
-        log.error("%s; the CA is still served on the secure port", exc)
+        log.error("%s", exc)
 
 
 def _check_free(host: str, port: int) -> int:

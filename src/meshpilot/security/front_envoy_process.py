@@ -1,4 +1,4 @@
-"""The CA port's Envoy process: started without fork handlers, restarted if it dies.
+"""The front Envoy's process: started without fork handlers, restarted if it dies.
 
 Why not the agent's EnvoySupervisor: it sets PDEATHSIG in a `preexec_fn`, which makes
 Python fork() instead of vfork(), and a fork in a process serving gRPC runs gRPC's
@@ -19,6 +19,8 @@ import contextlib
 import logging
 import shutil
 import signal
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from meshpilot.agent.envoy_process import EnvoyLaunch, envoy_args
@@ -29,14 +31,17 @@ __all__ = ["FrontEnvoy"]
 log = logging.getLogger(__name__)
 
 _MAX_RESTARTS = 5
+_HEALTHY_RUN_S = 60.0
 _BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 
 class FrontEnvoy:
-    def __init__(self, launch: EnvoyLaunch, bootstrap: bytes, host: str, port: int) -> None:
+    def __init__(
+        self, launch: EnvoyLaunch, bootstrap: bytes, addresses: Sequence[tuple[str, int]]
+    ) -> None:
         self._launch = launch
         self._bootstrap = bootstrap
-        self._address = (host, port)
+        self._addresses = tuple(addresses)
         self._proc: asyncio.subprocess.Process | None = None
         self._stopping = False
         self.listening = asyncio.Event()  # set once the first Envoy accepts connections
@@ -47,30 +52,41 @@ class FrontEnvoy:
         return proc.pid if proc is not None and proc.returncode is None else None
 
     async def run(self) -> None:
-        """Keep Envoy running until stop(); OSError once it keeps failing."""
-        for attempt in range(_MAX_RESTARTS + 1):
+        """Keep Envoy running until stop(); OSError once it keeps failing (an Envoy that
+        served for a while before exiting starts the count of failures afresh)."""
+        failures = 0
+        while True:
             proc = await self._spawn()
+            started = time.monotonic()
             watch = asyncio.create_task(self._until_listening(proc))
             code = await proc.wait()
             watch.cancel()
             Path(self._launch.config_path).unlink(missing_ok=True)
             if self._stopping:
                 return
-            if attempt < _MAX_RESTARTS:
-                delay = _BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)]
-                log.warning("CA port: Envoy exited (%s); restarting in %.1fs", code, delay)
-                await asyncio.sleep(delay)
-        raise OSError(f"the CA port's Envoy keeps exiting (last status {code})")
+            if time.monotonic() - started > _HEALTHY_RUN_S:
+                failures = 0
+            if failures >= _MAX_RESTARTS:
+                raise OSError(f"the front Envoy keeps exiting (last status {code})")
+            delay = _BACKOFF_S[min(failures, len(_BACKOFF_S) - 1)]
+            failures += 1
+            log.warning("front Envoy exited (%s); restarting in %.1fs", code, delay)
+            await asyncio.sleep(delay)
 
     async def _until_listening(self, proc: asyncio.subprocess.Process) -> None:
-        while proc.returncode is None:
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection(*self._address)
+        for address in self._addresses:
+            while True:
+                if proc.returncode is not None:
+                    return
+                try:
+                    _, writer = await asyncio.open_connection(*address)
+                except OSError:
+                    await asyncio.sleep(0.02)
+                    continue
                 writer.close()
-                Path(self._launch.config_path).unlink(missing_ok=True)
-                self.listening.set()
-                return
-            await asyncio.sleep(0.02)
+                break
+        Path(self._launch.config_path).unlink(missing_ok=True)
+        self.listening.set()
 
     async def _spawn(self) -> asyncio.subprocess.Process:
         write_private(Path(self._launch.config_path), self._bootstrap)
