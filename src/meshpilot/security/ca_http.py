@@ -1,4 +1,4 @@
-"""The CA's call as the front Envoy forwards it (15012, 15011): gRPC over HTTP/1.1 on a Unix socket.
+"""The CA's call as the front Envoy forwards it: gRPC over HTTP/1.1 on a Unix socket.
 
     Envoy (TLS, HTTP/2) ──HTTP/1.1, keep-alive──► this server ──► CsrService.issue()
 
@@ -9,20 +9,25 @@
               a refusal is a trailers-only answer: grpc-status and grpc-message as headers
 
 Envoy turns the HTTP/1.1 trailers back into HTTP/2 trailers (the cluster enables them), so
-the caller sees the same status codes and messages as on 15012. Identity is proven here,
-by the token the caller sent; nothing Envoy adds is trusted for it (x-meshpilot-peer, the
-caller's address, only goes into refusal logs). One asyncio protocol per Envoy connection,
-parsing in place: no streams, no tasks per call; the connections share a read buffer and
-their answers leave together at the end of a loop iteration (ServerIo). Per call, only the
-headers the CA reads are looked up (the first authorization counts, as on 15012), and the
-answer's message is the new leaf's field in front of the CA's part, encoded once per chain.
+the caller sees the same status codes and messages as grpc.aio's CA. Identity is proven
+here, by the token the caller sent, or else by the client certificate Envoy verified
+against the mesh roots and passes on as x-forwarded-client-cert (Envoy replaces whatever a
+caller sends under that name; only Envoy reaches the socket: 0600 in a 0700 directory).
+x-meshpilot-peer, the caller's address, only goes into refusal logs. One asyncio protocol
+per Envoy connection, parsing in place: no streams, no tasks per call; the connections
+share a read buffer and their answers leave together at the end of a loop iteration
+(ServerIo). Per call, only the headers the CA reads are looked up (the first authorization
+counts, as on grpc.aio), and the answer's message is the new leaf's field in front of the
+CA's part, encoded once per chain.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any, NamedTuple
+from urllib.parse import unquote_to_bytes
 
 from meshpilot.security.ca_api import (
     CREATE_CERTIFICATE,
@@ -39,6 +44,8 @@ log = logging.getLogger(__name__)
 MAX_HEAD = 64 * 1024
 MAX_BODY = 1024 * 1024  # a CSR request is about 1 KB
 _PATH = CREATE_CERTIFICATE.encode()
+_XFCC_CERT = re.compile(rb'(?:^|;)Cert="([^"]*)"')
+_PEER_CERT = "x509_pem_cert"  # the key grpc's auth_context gives a client certificate
 _BAD_REQUEST = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n"
 # gRPC status codes (grpc.StatusCode values are tuples; the wire wants the number).
 _INVALID_ARGUMENT, _UNIMPLEMENTED, _INTERNAL = 3, 12, 13
@@ -122,14 +129,23 @@ class CaHttpProtocol(asyncio.BufferedProtocol):
         token = _header(head, low, b"authorization")
         metadata = [("authorization", token.decode("latin-1"))] if token is not None else []
         try:
-            chain = self._service.issue(message, metadata, _no_client_cert, _peer(head, low))
+            proof = _client_cert(head, low)
+            chain = self._service.issue(message, metadata, proof, _peer(head, low))
         except CaRefusal as refusal:
             return _refusal(refusal.code.value[0], refusal.message)
         return chain_answer(chain, self._io.tails)
 
 
-def _no_client_cert() -> dict[str, Any]:
-    return {}  # Envoy asks for none on this port: a token is the proof
+def _client_cert(head: bytes, low: bytes) -> Any:
+    """The caller's certificate as the front Envoy verified it (asked only without a
+    token): Envoy drops any x-forwarded-client-cert a caller sends and sets its own, with
+    the PEM URL-encoded, and only Envoy reaches this socket."""
+
+    def auth_context() -> dict[str, list[bytes]]:
+        found = _XFCC_CERT.search(_header(head, low, b"x-forwarded-client-cert") or b"")
+        return {_PEER_CERT: [unquote_to_bytes(found.group(1))]} if found else {}
+
+    return auth_context
 
 
 def _peer(head: bytes, low: bytes) -> Any:

@@ -73,8 +73,11 @@ def front_bootstrap(
     key_pem: bytes,
     ca_socket: str,
     xds_socket: str = "",
+    client_roots_pem: bytes = b"",
 ) -> bootstrap_pb2.Bootstrap:
-    """Raises ValueError if a port carries ADS but no `xds_socket` is given."""
+    """With `client_roots_pem`, callers may present a certificate chaining to those roots
+    (renewal by the current certificate). Raises ValueError if a port carries ADS but no
+    `xds_socket` is given."""
     if any(p.xds for p in ports) and not xds_socket:
         raise ValueError("an xDS front port needs the ADS server's socket")
     connections = downstream_connections_pb2.DownstreamConnectionsConfig(
@@ -86,7 +89,7 @@ def front_bootstrap(
     return bootstrap_pb2.Bootstrap(
         node=base_pb2.Node(id="meshpilot-front", cluster="meshpilot-front"),
         static_resources=bootstrap_pb2.Bootstrap.StaticResources(
-            listeners=[_listener(p, chain_pem, key_pem) for p in ports],
+            listeners=[_listener(p, chain_pem, key_pem, client_roots_pem) for p in ports],
             clusters=clusters,
         ),
         # Nobody reads this Envoy's stats (no admin): recording them is CPU per call.
@@ -102,7 +105,9 @@ def front_bootstrap(
     )
 
 
-def _listener(front: FrontPort, chain_pem: bytes, key_pem: bytes) -> listener_pb2.Listener:
+def _listener(
+    front: FrontPort, chain_pem: bytes, key_pem: bytes, client_roots_pem: bytes
+) -> listener_pb2.Listener:
     tls = tls_pb2.DownstreamTlsContext(
         common_tls_context=tls_pb2.CommonTlsContext(
             alpn_protocols=["h2"],
@@ -114,6 +119,11 @@ def _listener(front: FrontPort, chain_pem: bytes, key_pem: bytes) -> listener_pb
             ],
         )
     )
+    if client_roots_pem:
+        # Istio's 15012: a client certificate is asked for, not required; one that does not
+        # chain to the mesh roots fails the handshake.
+        tls.common_tls_context.validation_context.trusted_ca.inline_bytes = client_roots_pem
+        tls.require_client_certificate.value = False
     routes = [
         route_components_pb2.Route(
             match=route_components_pb2.RouteMatch(prefix=f"/{SERVICE_NAME}/"),
@@ -153,6 +163,12 @@ def _listener(front: FrontPort, chain_pem: bytes, key_pem: bytes) -> listener_pb
         codec_type=hcm_pb2.HttpConnectionManager.HTTP2,
         route_config=route,
         generate_request_id=boolean(False),
+        # The verified client certificate goes to the CA as x-forwarded-client-cert (the
+        # only one: whatever the caller sent under that name is dropped first).
+        forward_client_cert_details=hcm_pb2.HttpConnectionManager.SANITIZE_SET,
+        set_current_client_cert_details=hcm_pb2.HttpConnectionManager.SetCurrentClientCertDetails(
+            cert=True
+        ),
         # Envoy's default resets a stream after 5 minutes without a frame: an ADS stream is
         # quiet for as long as the configuration does not change.
         stream_idle_timeout=seconds(0) if front.xds else None,

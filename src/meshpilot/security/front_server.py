@@ -72,11 +72,16 @@ class FrontServer:
         return str(self.directory / "xds.sock")
 
     async def start(
-        self, ports: Sequence[FrontPort], credentials: ServingCredentials, xds_socket: str = ""
+        self,
+        ports: Sequence[FrontPort],
+        credentials: ServingCredentials,
+        xds_socket: str = "",
+        client_roots_pem: bytes = b"",
     ) -> dict[str, int]:
         """Serve `ports` (port 0: a free one) once Envoy listens on all of them; returns the
-        bound port of each by name. OSError if one cannot be served (in use, Envoy missing
-        or failing)."""
+        bound port of each by name. With `client_roots_pem`, a caller may prove itself by a
+        certificate chaining to them. OSError if a port cannot be served (in use, Envoy
+        missing or failing)."""
         loop = asyncio.get_running_loop()
         try:
             upstream = str(self.directory / "ca.sock")
@@ -90,7 +95,12 @@ class FrontServer:
             # Envoy would retry a taken port forever: bind-check each first.
             bound = [FrontPort(p.name, p.host, _check_free(p.host, p.port), p.xds) for p in ports]
             bootstrap = front_bootstrap(
-                bound, credentials.chain_pem, credentials.key_pem, upstream, xds_socket
+                bound,
+                credentials.chain_pem,
+                credentials.key_pem,
+                upstream,
+                xds_socket,
+                client_roots_pem,
             )
             launch = EnvoyLaunch(
                 binary=envoy_binary(),

@@ -9,9 +9,10 @@
     15011  the CA alone, TLS + token as on 15012, through the same front Envoy; a meshpilot
            port, not an Istio one (opt-in)
 
-Why two ports: Istio serves both on 15012 with "verify a client certificate if given", but
-gRPC Python offers only "never ask" or "require" for client certificates. 15013 is not an
-Istio port; Istio's agent renews with its token on 15012, which works here too.
+Why 15013: Istio serves both on 15012 with "verify a client certificate if given", which
+the front Envoy does, but gRPC Python offers only "never ask" or "require" for client
+certificates: without the front, renewal by certificate needs a port of its own. 15013 is
+not an Istio port; Istio's agent renews with its token on 15012, which works here too.
 
 ADS is the plaintext port's handler (xds/grpc_service.py): the same streams, wire bytes and
 send budget, behind TLS.
@@ -137,7 +138,7 @@ class SecureServer:
             bind(inner, f"unix:{xds_socket}")  # in the clear: a 0600 socket, Envoy's alone
             await inner.start()
             self._inner = inner
-        bound = await self._front.start(ports, creds, xds_socket)
+        bound = await self._front.start(ports, creds, xds_socket, self.ca.root_pem)
         self.port = bound.get("secure", self.port)
         self.ca_port = bound.get("ca", 0)
 

@@ -134,8 +134,9 @@ def _raw_call(path: Path, head: bytes, body: bytes) -> bytes:
 
 
 def test_the_ca_socket_trusts_no_header_without_a_token(tmp_path: Path) -> None:
-    """Whoever reaches the socket (it is 0600 in a 0700 directory) still needs a token:
-    Envoy's forwarding headers and a client-certificate header prove nothing."""
+    """Whoever reaches the socket (it is 0600 in a 0700 directory) needs a token or the
+    certificate Envoy passes on (Cert= of x-forwarded-client-cert, which Envoy always
+    replaces: test_front_renewal.py): addresses and a bare subject prove nothing."""
 
     async def scenario(env: Env) -> None:
         upstream = _ca_dir(env) / "ca.sock"

@@ -5,6 +5,9 @@ istio-proxy's xds-grpc cluster does; with another root it gets nothing."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
 import subprocess
 import time
 import urllib.request
@@ -149,3 +152,69 @@ def test_envoy_gets_config_over_tls_and_refuses_a_foreign_root(tmp_path: Path) -
             proc.wait(10)
         discovery.terminate()
         discovery.wait(15)
+
+
+def test_a_restarted_front_envoy_brings_the_proxy_back_and_pushes_reach_it(
+    tmp_path: Path,
+) -> None:
+    """The front Envoy dies (SIGKILL): discovery restarts it, the proxy's stream comes back
+    through the new one, and a config change made afterwards reaches the proxy."""
+    config = tmp_path / "config"
+    shutil.copytree(REPO / "examples" / "bookinfo", config)
+    port = free_port()
+    root = tmp_path / "root-cert.pem"
+    argv = [
+        MESHPILOT, "discovery", "-f", str(config), "--xds-port", "0",
+        "--monitoring-port", "0", "--secure-port", str(port),
+        "--ca-dir", str(tmp_path / "ca"), "--root-cert-out", str(root),
+    ]  # fmt: skip
+    discovery = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proxy: subprocess.Popen[bytes] | None = None
+    try:
+        wait_port(port, discovery)
+        proxy, admin = _envoy(tmp_path, "proxy", port, root)
+        wait_for(lambda: INBOUND in _clusters(admin), "clusters through the front", timeout=30)
+        (front,) = _children(discovery.pid)
+        os.kill(front, signal.SIGKILL)
+        wait_for(
+            lambda: _children(discovery.pid) not in ([], [front]),
+            "discovery restarts its front Envoy",
+            timeout=15,
+        )
+        (config / "extra.yaml").write_text(EXTRA_SERVICE_ENTRY)
+        wait_for(
+            lambda: "outbound|443||api.extra.example" in _clusters(admin),
+            "a change after the restart reaches the proxy",
+            timeout=30,
+        )
+        assert _stat(admin, "cluster.xds-grpc.upstream_cx_total") >= 2  # it reconnected
+    finally:
+        if proxy is not None:
+            proxy.terminate()
+            proxy.wait(10)
+        discovery.terminate()
+        discovery.wait(15)
+    assert discovery.returncode == 0
+
+
+EXTRA_SERVICE_ENTRY = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata:
+  name: extra
+  namespace: default
+spec:
+  hosts: [api.extra.example]
+  ports:
+  - {number: 443, name: tls, protocol: TLS}
+  resolution: DNS
+  location: MESH_EXTERNAL
+"""
+
+
+def _children(pid: int) -> list[int]:
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
