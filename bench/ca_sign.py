@@ -335,6 +335,7 @@ def main() -> None:
     result["python"] = platform.python_version()
     print(json.dumps(result, indent=2))
     if opts.json:
+        opts.json.parent.mkdir(parents=True, exist_ok=True)
         opts.json.write_text(json.dumps(result, indent=2) + "\n")
 
 
