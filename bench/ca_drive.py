@@ -22,7 +22,7 @@ import grpc
 
 from meshpilot.security.ca_api import IstioCertificateRequest, IstioCertificateResponse
 
-__all__ = ["Endpoint", "drive"]
+__all__ = ["Endpoint", "drive", "stop"]
 
 
 async def _client(
@@ -134,12 +134,17 @@ def drive(
             child_cpu / n,
         )
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
+
+
+def stop(server: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within 10 s."""
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(10)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
 
 
 def _cpu_seconds(*pids: int) -> tuple[float, float]:

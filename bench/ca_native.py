@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import re
 import shutil
-import signal
 import subprocess
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.ca_drive import _children, _cpu_seconds, _wait_port
+from bench.ca_drive import _children, _cpu_seconds, _wait_port, stop
 from meshpilot.security.ca_api import CREATE_CERTIFICATE, IstioCertificateRequest
 
 __all__ = ["NativeRun", "h2load_binary", "native_drive"]
@@ -92,12 +91,7 @@ def native_drive(
         child_cpu = sum(_cpu_seconds(*children)) - child_cpu
         issued = _issued(monitoring) - issued
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)
     succeeded = re.search(rb"requests: .* (\d+) succeeded", out)
     if issued != calls or succeeded is None or int(succeeded.group(1)) != calls:
         raise SystemExit(f"h2load: {calls} calls but {issued} certificates issued:\n{out.decode()}")

@@ -26,3 +26,12 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20) -> 
                 return
         time.sleep(0.05)
     raise AssertionError(f"port {port} never opened")
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (e.g. discovery's front Envoy)."""
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]

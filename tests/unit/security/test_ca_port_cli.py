@@ -15,15 +15,7 @@ from meshpilot.settings import Settings
 from tests.conftest import REPO
 from tests.unit.security.grpc_client import channel, create_certificate
 from tests.unit.security.pki import load_chain, verify_client_chain, workload_csr
-from tests.unit.security.procs import MESHPILOT, free_port, wait_port
-
-
-def _children(pid: int) -> list[int]:
-    return [
-        int(child)
-        for task in Path(f"/proc/{pid}/task").iterdir()
-        for child in (task / "children").read_text().split()
-    ]
+from tests.unit.security.procs import MESHPILOT, children, free_port, wait_port
 
 
 def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> None:
@@ -37,7 +29,7 @@ def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> Non
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
     try:
         wait_port(ca_port, proc)
-        (envoy,) = _children(proc.pid)
+        (envoy,) = children(proc.pid)
         assert "envoy" in Path(f"/proc/{envoy}/cmdline").read_text()
         token = TokenAuthority.open(ca_dir).issue("default", "reviews", "reviews-v1")
         root = (ca_dir / "root-cert.pem").read_bytes()
@@ -79,7 +71,7 @@ def test_ca_port_and_front_envoy_off(tmp_path: Path) -> None:
     proc = subprocess.Popen(argv, stderr=subprocess.PIPE)
     try:
         wait_port(secure, proc)
-        assert _children(proc.pid) == []
+        assert children(proc.pid) == []
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)

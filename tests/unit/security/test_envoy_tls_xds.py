@@ -24,7 +24,7 @@ from meshpilot.envoy.binary import envoy_binary
 from meshpilot.security.ca import CertificateAuthority
 from tests.conftest import REPO
 from tests.e2e.ads_harness import unix_get, wait_for
-from tests.unit.security.procs import MESHPILOT, free_port, wait_port
+from tests.unit.security.procs import MESHPILOT, children, free_port, wait_port
 
 pytestmark = pytest.mark.envoy
 
@@ -174,10 +174,10 @@ def test_a_restarted_front_envoy_brings_the_proxy_back_and_pushes_reach_it(
         wait_port(port, discovery)
         proxy, admin = _envoy(tmp_path, "proxy", port, root)
         wait_for(lambda: INBOUND in _clusters(admin), "clusters through the front", timeout=30)
-        (front,) = _children(discovery.pid)
+        (front,) = children(discovery.pid)
         os.kill(front, signal.SIGKILL)
         wait_for(
-            lambda: _children(discovery.pid) not in ([], [front]),
+            lambda: children(discovery.pid) not in ([], [front]),
             "discovery restarts its front Envoy",
             timeout=15,
         )
@@ -210,11 +210,3 @@ spec:
   resolution: DNS
   location: MESH_EXTERNAL
 """
-
-
-def _children(pid: int) -> list[int]:
-    return [
-        int(child)
-        for task in Path(f"/proc/{pid}/task").iterdir()
-        for child in (task / "children").read_text().split()
-    ]
