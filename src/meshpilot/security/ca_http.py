@@ -150,7 +150,7 @@ def _client_cert(head: bytes, low: bytes) -> Any:
 
 def _peer(head: bytes, low: bytes) -> Any:
     def peer() -> str:
-        # Envoy appends the caller's address last (use_remote_address); logs only.
+        # The connection's address, set by the front Envoy (x-meshpilot-peer); logs only.
         address = _header(head, low, PEER_HEADER.encode()) or b""
         return f"{address.decode('latin-1') or 'unknown'} (via the front Envoy)"
 

@@ -9,11 +9,12 @@ Why: a unary call through grpc.aio costs 310-400 us of control plane CPU before 
 woken through a socket), about as much as the signing itself. Envoy does TLS and HTTP/2 in
 C++ for ~60-150 us a call and hands the call to a plain asyncio protocol that parses it in
 place (~50-90 us): bench/ca_sign.py measures it, Envoy's CPU counted as the control
-plane's. The token is verified by our code (CsrService.issue); Envoy terminates TLS but
-proves nothing. ADS streams go on to the same grpc.aio handler as the plaintext port's, on
-a socket of their own. Both sockets are 0600 in a private 0700 directory, where the
-bootstrap (it holds the serving key) lives only until Envoy has read it; the directory goes
-when the front stops.
+plane's. A token is verified by our code (CsrService.issue); a client certificate, if the
+caller presents one, by Envoy against the mesh roots, which passes it on as
+x-forwarded-client-cert (ca_http.py). ADS streams go on to the same grpc.aio handler as
+the plaintext port's, on a socket of their own. Both sockets are 0600 in a private 0700
+directory, where the bootstrap (it holds the serving key) lives only until Envoy has read
+it; the directory goes when the front stops.
 
 Envoy is restarted with backoff if it dies and killed if discovery dies
 (front_envoy_process.py).
