@@ -1,7 +1,7 @@
 """B3: push convergence to N simulated ADS clients vs a bare grpc.aio fan-out, in one run.
 
     python bench/push.py [--clients 100 1000] [--changes endpoint ...] [--protocol sotw|delta]
-                         [--vhds] [--json bench/results/push.json]
+                         [--vhds] [--py-spy PREFIX] [--json bench/results/push.json]
 
 Three processes: `meshpilot discovery` watching a directory that holds the synthetic mesh
 (bench/synthetic_mesh.py), this orchestrator, and one client process (`--client-worker`)
@@ -576,6 +576,28 @@ def proc_status_mb(pid: int, key: str) -> float:
     return 0.0
 
 
+def start_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling `pid` (raw folded stacks into `out`) until `stop_py_spy`: a profile
+    of one change alone, without the initial sync."""
+    spy = [str(Path(sys.executable).parent / "py-spy"), "record", "-r", "200", "-f", "raw"]
+    proc = subprocess.Popen(
+        [*spy, "-o", str(out), "--pid", str(pid)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)  # attached before the change is written
+    return proc
+
+
+def stop_py_spy(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Discovery:
     def __init__(self, directory: Path, log: Path, vhds: bool = False) -> None:
         self.monitoring = free_port()
@@ -788,13 +810,23 @@ async def measure_bare(
 
 
 async def change(
-    worker: WorkerProcess, discovery: Discovery, write: Any, timeout: float, everyone: bool
+    worker: WorkerProcess,
+    discovery: Discovery,
+    write: Any,
+    timeout: float,
+    everyone: bool,
+    profile: Path | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[tuple[str, int]]]]:
     await worker.call("mark")
+    spy = None if profile is None else start_py_spy(discovery.proc.pid, profile)
     cpu0 = discovery.cpu()
     t0 = time.monotonic()
     write()
-    got = await worker.call("collect", quiet=1.5, timeout=timeout, everyone=everyone)
+    try:
+        got = await worker.call("collect", quiet=1.5, timeout=timeout, everyone=everyone)
+    finally:
+        if spy is not None:
+            stop_py_spy(spy)
     stats = latency_stats(got["clients"], t0)
     stats["cpu_s"] = discovery.cpu() - cpu0  # up to the end of the quiet wait
     stats["clients_cpu_s"] = got["cpu_s"]
@@ -809,6 +841,7 @@ async def run_n(
     changes: tuple[str, ...] = CHANGES,
     delta: bool = False,
     vhds: bool = False,
+    profile: Path | None = None,
 ) -> dict[str, Any]:
     mesh_dir = workdir / f"mesh-{n}"
     mesh_dir.mkdir(exist_ok=True)
@@ -848,7 +881,8 @@ async def run_n(
             if name not in changes:
                 continue
             scoped = name == "virtualservice-scoped"  # reaches only one namespace's proxies
-            stats, sizes = await change(worker, discovery, write, 600, everyone=not scoped)
+            spied = None if profile is None else profile.with_name(f"{profile.name}-{name}.txt")
+            stats, sizes = await change(worker, discovery, write, 600, not scoped, spied)
             result[name] = stats
             result[name + "_sizes"] = sizes
         result["rss_mb"] = proc_status_mb(discovery.proc.pid, "VmRSS")
@@ -964,6 +998,7 @@ async def orchestrate(
     changes: tuple[str, ...] = CHANGES,
     delta: bool = False,
     vhds: bool = False,
+    profile: Path | None = None,
 ) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-push-") as tmp:
@@ -971,7 +1006,7 @@ async def orchestrate(
         root.mkdir(parents=True, exist_ok=True)
         for n in counts:
             try:
-                results.append(await run_n(n, root, changes, delta, vhds))
+                results.append(await run_n(n, root, changes, delta, vhds, profile))
             except Exception as exc:  # report what was measured, then the failure
                 results.append({"clients": n, "error": repr(exc)})
                 print(f"N={n}: {exc!r}", file=sys.stderr)
@@ -1014,6 +1049,12 @@ def main() -> None:
         action="store_true",
         help="discovery --vhds (opt-in): sidecars' virtual hosts by VHDS (needs --protocol delta)",
     )
+    parser.add_argument(
+        "--py-spy",
+        type=Path,
+        metavar="PREFIX",
+        help="profile discovery with py-spy during each change (raw stacks: PREFIX-<change>.txt)",
+    )
     parser.add_argument("--client-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.client_worker:
@@ -1023,7 +1064,9 @@ def main() -> None:
     if args.vhds and not delta:
         parser.error("--vhds needs --protocol delta (Envoy serves VHDS over Delta xDS only)")
     changes = tuple(args.changes)
-    results = asyncio.run(orchestrate(args.clients, args.workdir, changes, delta, args.vhds))
+    results = asyncio.run(
+        orchestrate(args.clients, args.workdir, changes, delta, args.vhds, args.py_spy)
+    )
     print(markdown(results))
     print(f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")  # fmt: skip

@@ -37,6 +37,7 @@ from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.push_request import PushRequest, push_plan
 from meshpilot.xds.resources import (
     Resource,
+    SharedResources,
     delta_response,
     generate_resources,
     requested_names,
@@ -178,6 +179,7 @@ def _respond(
     if watched is None:
         return []
     started = time.perf_counter()
+    last_nonce = watched.nonce_sent
     wanted = requested_names(watched) if only is None else only
     if type_url == TypeUrl.VIRTUAL_HOST:
         wanted, watched = vhds_scope(conn, watched, only)  # route configs' virtual hosts
@@ -190,7 +192,7 @@ def _respond(
         after = None
     if not (changed or removed or always):
         return []
-    nonce, response = delta_response(push, type_url, changed, removed, watched.nonce_sent)
+    nonce, response = delta_response(push, type_url, changed, removed, last_nonce)
     if after is not None:
         conn.known[type_url] = after
     else:
@@ -260,16 +262,20 @@ def _step(
     weakly (a state left by every stream is freed), and checked by identity."""
     memo = push.memo.setdefault(_STEPS, {})
     assert isinstance(memo, dict)
-    ids = tuple(map(id, resources))
+    # A class's shared list (VHDS: ~2000 virtual hosts) is known by its identity: no walk
+    # over its items per stream (B3: 1000 streams per VirtualService change).
+    shared = isinstance(resources, SharedResources)
+    ids = () if shared else tuple(map(id, resources))
     names = watched.names  # large subscriptions are one shared set per class (connection.py)
-    key = (type_url, id(known), hash(ids), names if len(names) < 64 else id(names), only)
+    which = id(resources) if shared else hash(ids)
+    key = (type_url, id(known), which, names if len(names) < 64 else id(names), only)
     found = memo.get(key)
     if (
         found is None
         or found[0]() is not known
         or not (found[1] is names or (len(names) < 64 and found[1] == names))
         or found[2] != watched.wildcard
-        or tuple(map(id, found[3])) != ids
+        or not (found[3] is resources if shared else tuple(map(id, found[3])) == ids)
     ):
         changed, removed = _diff(known, resources, watched, only)
         if len(changed) == len(resources):

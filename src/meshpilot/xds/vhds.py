@@ -25,6 +25,11 @@ from meshpilot.xds.protos import TypeUrl
 __all__ = ["follows_route_answer", "vhds_scope"]
 
 
+# The subscription a VHDS answer is diffed against: everything sent (its names and wildcard
+# only are read there; the stream's nonce is its own watch's).
+_EVERY_SENT = WatchedResource(TypeUrl.VIRTUAL_HOST, wildcard=True)
+
+
 def vhds_scope(
     conn: Connection, watched: WatchedResource, only: Collection[str] | None
 ) -> tuple[Collection[str] | None, WatchedResource]:
@@ -39,6 +44,8 @@ def vhds_scope(
             wanted = watched.names
         elif not routes.wildcard:
             wanted = routes.names | watched.names if watched.names else routes.names
+    if not watched.names:  # (as Envoy subscribes) one shared value, not one per stream
+        return wanted, _EVERY_SENT
     return wanted, replace(watched, wildcard=True)
 
 

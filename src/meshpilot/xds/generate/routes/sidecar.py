@@ -34,6 +34,7 @@ from meshpilot.xds.generate.routes.encoded import RouteMemo, encoded_virtual_ser
 from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
 from meshpilot.xds.generate.routes.lasting import ClassRoutes, class_routes
 from meshpilot.xds.generate.routes.retry import default_retry_policy, retry_policy
+from meshpilot.xds.generate.routes.vhds_parts import remember_virtual_hosts
 from meshpilot.xds.generate.routes.virtual_hosts import (
     VirtualHostGroup,
     build_virtual_hosts,
@@ -137,7 +138,8 @@ class _Builder:
         if port not in self.by_port:
             entry = self._entry(egress_entry(self.scope, port))
             self.by_port[port] = _virtual_hosts(self, entry, port)
-        return [_route_config(name, self.by_port[port], self.scope, sniffed_host, self.kept)]
+        vhosts = self.by_port[port]
+        return [_route_config(self.push, name, vhosts, self.scope, sniffed_host, self.kept)]
 
     def _entry(self, index: int) -> _EntryMesh:
         if index not in self.mesh:
@@ -331,6 +333,7 @@ def _sniffed(vhosts: Sequence[VirtualHostParts], host: str) -> list[VirtualHostP
 
 
 def _route_config(
+    push: PushContext,
     name: str,
     vhosts: Sequence[VirtualHostParts],
     scope: SidecarScope,
@@ -347,4 +350,6 @@ def _route_config(
         max_direct_response_body_size_bytes=u32(MAX_DIRECT_RESPONSE_BODY_BYTES),
         ignore_port_in_host_matching=True,
     )
-    return route_configuration(name, serialized, tail)
+    config = route_configuration(name, serialized, tail)
+    remember_virtual_hosts(push, config, serialized)  # for the VHDS split (routes/vhds.py)
+    return config

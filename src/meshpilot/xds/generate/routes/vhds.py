@@ -19,7 +19,7 @@ by a proxy class and carried over across pushes), once per push and message.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from envoy.config.route.v3 import route_components_pb2 as rc
@@ -29,8 +29,10 @@ from meshpilot.model.lasting_memo import LastingMemo
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.generate.routes.sidecar import generate_sidecar_routes
-from meshpilot.xds.generate.routes.vhds_wire import raw_virtual_hosts
+from meshpilot.xds.generate.routes.vhds_parts import remembered_virtual_hosts
+from meshpilot.xds.generate.routes.vhds_wire import config_fields, read_virtual_host
 from meshpilot.xds.protos import ads_source
+from meshpilot.xds.wire import field_number, length_delimited
 
 __all__ = [
     "ClassVirtualHosts",
@@ -48,6 +50,13 @@ __all__ = [
 _MEMO = "rds.vhds-split"
 _KEPT = "rds.vhds-virtual-host"
 _LISTS = "rds.vhds-lists"
+_HEAD = "rds.vhds-head"
+_STATIC = "static"  # a kept virtual host that stays in the head (the catch-all)
+_VHOSTS = field_number(route_pb2.RouteConfiguration.DESCRIPTOR, "virtual_hosts")
+# `vhds { config_source { ads {} } }` as a RouteConfiguration field, appended to a head.
+_VHDS_FIELD = route_pb2.RouteConfiguration(
+    vhds=route_pb2.Vhds(config_source=ads_source())
+).SerializeToString(deterministic=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,37 +104,97 @@ def _split_eligible(config: route_pb2.RouteConfiguration) -> bool:
 
 
 def split_route_config(
-    config: route_pb2.RouteConfiguration, kept: LastingMemo | None = None
+    config: route_pb2.RouteConfiguration,
+    kept: LastingMemo | None = None,
+    parts: Sequence[bytes] | None = None,
 ) -> VhdsSplit:
     """The head and the virtual hosts of `config`. With `kept` (the push's lasting memo), a
-    virtual host whose bytes the previous push split already is that push's very object:
-    the ADS server then finds its resource made (xds/resources.py), and after a
-    VirtualService change only the changed virtual hosts are new."""
-    head = route_pb2.RouteConfiguration()
+    virtual host whose bytes the previous push split already is that push's very object,
+    found by its bytes without reading them: the ADS server then finds its resource made
+    (xds/resources.py), and after a VirtualService change only the changed virtual hosts
+    are new. So is the head while its bytes stay, shared by the classes whose heads are
+    equal (the config's name, the catch-all and the config's own fields). `parts`: the
+    virtual hosts the config was assembled from, when known (routes/vhds_parts.py); they
+    are looked up as they are, and a new one is sent as protobuf writes it in the config."""
+    if parts is None:
+        parts, fields = config_fields(config.SerializeToString(deterministic=True))
+        written: Sequence[bytes] | None = parts
+    else:
+        fields, written = [_without_virtual_hosts(config)], None
+    found = [kept.get((_KEPT, config.name, part)) for part in parts] if kept is not None else []
     moved = []
-    for vh in raw_virtual_hosts(config.SerializeToString(deterministic=True)):
-        if "*" in vh.domains:  # the catch-all: the same for every change, stays in the head
-            head.virtual_hosts.add().MergeFromString(vh.body)
-            continue
-        key = (_KEPT, config.name, vh.body)
-        found = kept.get(key) if kept is not None else None
-        if not isinstance(found, EncodedVirtualHost):
-            name = vhds_name(config.name, vh.name)
-            found = EncodedVirtualHost(name, vh.renamed(name))
+    for i, part in enumerate(parts):
+        entry = found[i] if found else None
+        if entry is None:
+            if written is None:  # once per config, and only for a config with new hosts
+                written = _written_virtual_hosts(config, parts, found)
+            entry = _moved_or_static(config.name, written[i])
             if kept is not None:
-                kept.put(key, found)
-        moved.append(found)
+                kept.put((_KEPT, config.name, part), entry)
+        if entry is _STATIC:
+            fields.append(length_delimited(_VHOSTS, part))
+        else:
+            assert isinstance(entry, EncodedVirtualHost)
+            moved.append(entry)
+    fields.append(_VHDS_FIELD)
+    head_bytes = b"".join(fields)
+    head_key = (_HEAD, head_bytes)
+    head = kept.get(head_key) if kept is not None else None
+    if not isinstance(head, route_pb2.RouteConfiguration):
+        head = route_pb2.RouteConfiguration.FromString(head_bytes)
+        if kept is not None:
+            kept.put(head_key, head)
+    return VhdsSplit(head, tuple(moved))
+
+
+def _moved_or_static(config_name: str, body: bytes) -> EncodedVirtualHost | str:
+    """A virtual host as a VHDS resource, or `_STATIC` for the catch-all (domain `*`: the
+    same for every change, it stays in the head)."""
+    vh = read_virtual_host(body)
+    if "*" in vh.domains:
+        return _STATIC
+    name = vhds_name(config_name, vh.name)
+    return EncodedVirtualHost(name, vh.renamed(name))
+
+
+# From this many new virtual hosts on, the whole config is serialized once to read them.
+_WRITE_WHOLE_FROM = 32
+
+
+def _written_virtual_hosts(
+    config: route_pb2.RouteConfiguration, parts: Sequence[bytes], found: Sequence[object]
+) -> Sequence[bytes]:
+    """The config's virtual hosts as protobuf writes them (the generator's parts may hold
+    the same fields in another order): the bytes sent are those of the config as a whole,
+    whichever way the split came to them. Only those not kept are needed: after a
+    VirtualService change a few, in a first split all of them."""
+    missing = found.count(None) if found else len(parts)
+    if missing >= _WRITE_WHOLE_FROM:
+        return config_fields(config.SerializeToString(deterministic=True))[0]
+    return [
+        part if found and found[i] is not None else _rewritten(part) for i, part in enumerate(parts)
+    ]
+
+
+def _rewritten(body: bytes) -> bytes:
+    written: bytes = rc.VirtualHost.FromString(body).SerializeToString(deterministic=True)
+    return written
+
+
+def _without_virtual_hosts(config: route_pb2.RouteConfiguration) -> bytes:
+    """The config's other fields, serialized (its virtual hosts are not copied)."""
+    rest = route_pb2.RouteConfiguration()
     for desc, value in config.ListFields():
         if desc.name == "virtual_hosts":
             continue
         if desc.is_repeated:
-            getattr(head, desc.name).extend(value)
+            getattr(rest, desc.name).extend(value)
         elif desc.message_type is None:
-            setattr(head, desc.name, value)
+            setattr(rest, desc.name, value)
         else:
-            getattr(head, desc.name).CopyFrom(value)
-    head.vhds.config_source.CopyFrom(ads_source())
-    return VhdsSplit(head, tuple(moved))
+            getattr(rest, desc.name).CopyFrom(value)
+    serialized: bytes = rest.SerializeToString(deterministic=True)
+    return serialized
 
 
 def _split(push: PushContext, config: route_pb2.RouteConfiguration) -> VhdsSplit | None:
@@ -137,7 +206,8 @@ def _split(push: PushContext, config: route_pb2.RouteConfiguration) -> VhdsSplit
     key = (_MEMO, id(config))
     found = push.lasting.get(key)
     if not (isinstance(found, tuple) and found[0] is config):
-        found = (config, split_route_config(config, push.lasting))
+        bodies = remembered_virtual_hosts(push, config)
+        found = (config, split_route_config(config, push.lasting, bodies))
         push.lasting.put(key, found)
     split = found[1]
     assert isinstance(split, VhdsSplit)
