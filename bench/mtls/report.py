@@ -7,6 +7,7 @@ from typing import Any
 
 VARIANTS = ("direct", "redirect", "plain", "plain-mtls", "ads", "twin")
 PERCENTILES = (50, 90, 99)
+PACING_SUFFIXES = ("", "@grid", "@burst")  # paced (no suffix), grid and burst loads
 LABELS = {
     "direct": "(a) direct: load -> app",
     "redirect": "(a') direct through an iptables REDIRECT (the capture rule, no Envoy)",
@@ -63,7 +64,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                 med[key][f"vcpu_{proxy}"] = statistics.median(values)
     out: dict[str, Any] = {"median_ms": med}
     out["connection_reuse"] = {k: _reuse(r) for k, r in runs.items() if _reuse(r)}
-    for suffix in ("", "@burst"):
+    for suffix in PACING_SUFFIXES:
         a, b, c = (med.get(v + suffix) for v in ("direct", "ads", "twin"))
         if a is None:
             continue
@@ -98,7 +99,7 @@ def markdown(summary: dict[str, Any], rounds: int, requests: int, rps: float) ->
             f"| {plus} | {cpu} "
             f"| {m['load_average_1m']:.2f} |"
         )
-    for suffix in ("", "@burst"):
+    for suffix in PACING_SUFFIXES:
         if r := summary.get(f"ads_over_twin{suffix}"):
             rows.append(
                 f"| ratio (b)/(c){suffix} (target <= 1.05) | {r['p50']:.3f} | {r['p90']:.3f} "
