@@ -33,7 +33,6 @@ import datetime as dt
 import json
 import os
 import platform
-import socket
 import statistics
 import sys
 import tempfile
@@ -51,6 +50,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from bench.ca_drive import Endpoint, drive
 from bench.ca_native import NativeRun, h2load_binary, native_drive
+from meshpilot.runtime.ports import free_port
 from meshpilot.security.ca import CertificateAuthority
 from meshpilot.security.ca_api import (
     CREATE_CERTIFICATE,
@@ -61,13 +61,6 @@ from meshpilot.security.tokens import TokenAuthority
 
 TD = "cluster.local"
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
 
 NATIVE_CONNECTIONS = 4  # h2load's: the calls in flight spread over these
 RSA_POOL = 32  # distinct RSA 2048 keys: generating 4000 would take minutes
@@ -168,7 +161,7 @@ def _endpoint(
     """The secure port called by Python gRPC client processes (a token per pod)."""
     tokens = TokenAuthority.open(ca_dir)
     work = [(tokens.issue(ns, sa, f"pod-{i}"), pem) for i, (ns, sa, pem) in enumerate(csrs)]
-    port = _free_port()
+    port = free_port()
     root = (ca_dir / "root-cert.pem").read_bytes()
     argv = _discovery_argv(ca_dir, port, via)
     return drive(argv, port, root, work, concurrency, clients, CREATE_CERTIFICATE)
@@ -180,7 +173,7 @@ def _native(ca_dir: Path, csrs: list[tuple[str, str, str]], in_flight: int, via:
     connections = min(NATIVE_CONNECTIONS, in_flight)
     ns, sa, pem = csrs[0]
     token = TokenAuthority.open(ca_dir).issue(ns, sa, "pod-0")
-    port, monitoring = _free_port(), _free_port()
+    port, monitoring = free_port(), free_port()
     argv = _discovery_argv(ca_dir, port, via, monitoring)
     return native_drive(
         argv, port, monitoring, token, pem, len(csrs), connections, in_flight // connections, ca_dir
@@ -202,7 +195,7 @@ def _echo(
     (tmp / "chain").write_bytes(creds.chain_pem)
     leaf = ca.sign(csrs[0][2], SpiffeId(TD, csrs[0][0], csrs[0][1])).chain_pem[0]
     (tmp / "leaf").write_text(leaf)
-    port = _free_port()
+    port = free_port()
     argv = [
         sys.executable,
         str(Path(__file__).with_name("ca_echo_server.py")),

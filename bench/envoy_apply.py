@@ -82,7 +82,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -115,6 +114,7 @@ from bench.synthetic_mesh import MeshShape, synthetic_mesh_yaml
 from meshpilot.config.loader import load_text
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.model.push_context import build_push_context
+from meshpilot.runtime.ports import free_port
 from meshpilot.xds.generate import generate_proxy_config
 from meshpilot.xds.node import parse_node, proxy_for
 from meshpilot.xds.output import ProxyConfig
@@ -153,12 +153,6 @@ spec:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(check: Callable[[], Any], what: str, timeout: float) -> Any:

@@ -47,7 +47,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.envoy_apply import free_port, http_get, terminate, wait_for
+from bench.envoy_apply import http_get, terminate, wait_for
 from bench.mtls.grid import build_openloop, run_grid
 from bench.mtls.load import Load, admin_stats, cpu_seconds, run_h2load, wait_serving
 from bench.mtls.netns import DIRECT_PORT, REDIRECT_PORT, PodNet, PodPair
@@ -68,6 +68,7 @@ from bench.mtls.proxies import (
 )
 from bench.mtls.report import VARIANTS, markdown, summarize, variant_key
 from meshpilot.envoy.binary import envoy_binary
+from meshpilot.runtime.ports import free_port
 from meshpilot.security.ca import CertificateAuthority
 
 # Connection reuse and TLS handshakes, read once from each admin after a run.

@@ -50,7 +50,6 @@ import os
 import platform
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -75,6 +74,7 @@ from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2, struct_pb2
 
 from bench.synthetic_mesh import MeshShape, synthetic_mesh_yaml
+from meshpilot.runtime.ports import free_port
 
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 EDS = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
@@ -556,12 +556,6 @@ class BareServer:
 
 
 # ---------------------------------------------------------------------------- orchestrator
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def proc_cpu_seconds(pid: int) -> float:

@@ -23,6 +23,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from meshpilot.runtime.ports import free_port
 from meshpilot.security.certs import (
     Signer,
     ca_certificate,
@@ -63,12 +64,6 @@ def make_ca(name: str = "meshpilot test git CA") -> TestCA:
     key = new_key()
     cert = ca_certificate(key, common_name=name)
     return TestCA(Signer(cert, key), cert_pem(cert).decode())
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass

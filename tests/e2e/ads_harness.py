@@ -36,6 +36,7 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2
 from google.protobuf import json_format
 
 from meshpilot.envoy.binary import envoy_binary
+from meshpilot.runtime.ports import free_port
 
 T = TypeVar("T")
 
@@ -49,12 +50,6 @@ _DISCOVERY_CLI = (
 )
 SHORT_TYPES = ("cds", "eds", "lds", "rds", "sds")
 _HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for(check: Callable[[], T | None], what: str, timeout: float = 15) -> T:

@@ -15,11 +15,12 @@ from tests.e2e.ads_harness import (
     SHORT_TYPES,
     DiscoveryProcess,
     EnvoyProcess,
-    free_port,
     http_get,
     istio_metadata,
     wait_for,
 )
+
+from meshpilot.runtime.ports import free_port
 
 DiscoveryFactory = Callable[..., DiscoveryProcess]
 EnvoyFactory = Callable[..., EnvoyProcess]

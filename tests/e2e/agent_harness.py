@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from meshpilot.runtime.ports import free_ports
 from meshpilot.settings import Ports
 
 T = TypeVar("T")
@@ -25,19 +26,6 @@ T = TypeVar("T")
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 # The `proxy` click group, run the way `meshpilot proxy ...` runs it.
 _PROXY_CLI = "from meshpilot.cli.proxy import proxy; proxy(prog_name='meshpilot proxy')"
-
-
-def free_ports(count: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            socks.append(sock)
-        return [int(s.getsockname()[1]) for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
 
 
 def wait_for(check: Callable[[], T | bool | None], what: str, timeout: float = 15) -> T:

@@ -23,13 +23,13 @@ import pytest
 from tests.e2e.agent_harness import (
     AgentFactory,
     agent_factory,
-    free_ports,
     http_get,
     listening_addresses,
     process_ids,
     wait_for,
 )
 
+from meshpilot.runtime.ports import free_ports
 from meshpilot.runtime.tokens import project_token
 from meshpilot.security.ca import CertificateAuthority
 

@@ -29,7 +29,6 @@ from tests.e2e.agent_harness import (
     Agent,
     AgentFactory,
     agent_factory,
-    free_ports,
     http_get,
     wait_for,
 )
@@ -37,6 +36,7 @@ from tests.unit.agent.ca_server import CaThread, LocalCa
 
 from meshpilot.agent.options import sds_socket_path
 from meshpilot.envoy.binary import envoy_binary
+from meshpilot.runtime.ports import free_ports
 
 pytestmark = pytest.mark.envoy
 

@@ -40,7 +40,6 @@ from tests.conftest import REPO
 from tests.e2e.ads_harness import (
     EnvoyProcess,
     StoreDiscovery,
-    free_port,
     http_get,
     istio_metadata,
     wait_for,
@@ -49,6 +48,7 @@ from tests.e2e.workload_sds import WorkloadSds
 from tests.gitops_fixtures import GitRepo, make_repo
 
 from meshpilot.cli.main import cli
+from meshpilot.runtime.ports import free_port
 
 pytestmark = pytest.mark.envoy
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from tests.e2e.ads_harness import DiscoveryProcess, free_port, wait_for
+from tests.e2e.ads_harness import DiscoveryProcess, wait_for
 from tests.e2e.ads_mesh import APP, write
 from tests.e2e.agent_harness import Agent, agent_factory, http_get
 from tests.e2e.workload_sds import WorkloadSds
@@ -33,6 +33,7 @@ from meshpilot.proxyinfo.endpoints import COLUMNS as ENDPOINT_COLUMNS
 from meshpilot.proxyinfo.listeners import VERBOSE_COLUMNS as LISTENER_COLUMNS
 from meshpilot.proxyinfo.routes import VERBOSE_COLUMNS as ROUTE_COLUMNS
 from meshpilot.proxyinfo.secrets import COLUMNS as SECRET_COLUMNS
+from meshpilot.runtime.ports import free_port
 
 pytestmark = pytest.mark.envoy
 

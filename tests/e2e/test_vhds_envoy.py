@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.e2e.ads_harness import free_port, http_get, istio_metadata, wait_for
+from tests.e2e.ads_harness import http_get, istio_metadata, wait_for
 from tests.e2e.ads_mesh import (
     ROUTING,
     Backend,
@@ -25,6 +25,8 @@ from tests.e2e.ads_mesh import (
     write,
 )
 from tests.e2e.test_ads_envoy import start_discovery, start_envoy
+
+from meshpilot.runtime.ports import free_port
 
 __all__ = ["start_discovery", "start_envoy"]  # the fixtures, with their NACK checks
 
@@ -143,7 +145,7 @@ def test_a_new_port_gets_its_route_config_and_virtual_hosts(vhds_mesh: Mesh) -> 
     virtual hosts unasked, and the listener serves."""
     mesh = vhds_mesh
     mesh.wait_answer("v1")
-    port = free_port("127.0.0.2")
+    port = free_port()
     backend = Backend(("127.0.0.2", port), _handler(b"extra"))
     threading.Thread(target=backend.serve_forever, daemon=True).start()
     try:

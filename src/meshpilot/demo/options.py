@@ -3,11 +3,11 @@ loopback fallback, and free ports."""
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 
 from meshpilot.demo.processes import DemoError
 from meshpilot.demo.topology import DemoPorts
+from meshpilot.runtime import ports
 from meshpilot.runtime.commands import HostSupportError, require_host_support
 
 __all__ = ["DemoOptions", "free_port", "loopback_ports", "use_loopback"]
@@ -26,29 +26,19 @@ class DemoOptions:
 
 
 def free_port(preferred: int = 0) -> int:
-    """`preferred` if it is free on 127.0.0.1, else one the kernel picks (as the servers
-    bind: SO_REUSEADDR, so a closed connection's TIME_WAIT does not count)."""
-    for port in (preferred, 0) if preferred else (0,):
-        with socket.socket() as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return int(sock.getsockname()[1])
-    raise DemoError("no free port on 127.0.0.1")
+    """`preferred` if it is free, else a free port below the ephemeral range."""
+    try:
+        return ports.free_port(preferred)
+    except ports.NoFreePort as exc:
+        raise DemoError(str(exc)) from None
 
 
 def loopback_ports() -> DemoPorts:
     """Seven distinct free unprivileged ports. A gateway's Service port differs from its
     listener port: the client sidecar binds the first on 127.0.0.1, the gateway the second
     on 0.0.0.0, and both on one port would clash."""
-    ports: list[int] = []
-    while len(ports) < 7:
-        port = free_port()
-        if port not in ports:
-            ports.append(port)
-    http, tcp, external, ingress_service, ingress, egress_service, egress = ports
+    chosen = [free_port() for _ in range(7)]  # never the same port twice
+    http, tcp, external, ingress_service, ingress, egress_service, egress = chosen
     return DemoPorts(http, tcp, external, ingress_service, ingress, egress_service, egress)
 
 

@@ -4,17 +4,11 @@ drain paths. The probe against a real Envoy is in tests/e2e/test_agent.py."""
 from __future__ import annotations
 
 import asyncio
-import socket
 
 from meshpilot.agent.admin import EnvoyAdmin, parse_stats
 from meshpilot.agent.drain import drain_envoy, drain_path
 from meshpilot.agent.health import ReadinessProbe, StatusServer
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from meshpilot.runtime.ports import free_port
 
 
 async def _get(port: int, path: str, method: str = "GET") -> tuple[int, str]:
@@ -45,7 +39,7 @@ def test_drain_paths() -> None:
 
 def test_status_server_answers_503_without_envoy_and_404_elsewhere() -> None:
     async def scenario() -> None:
-        probe = ReadinessProbe(EnvoyAdmin(_free_port(), timeout=0.5))
+        probe = ReadinessProbe(EnvoyAdmin(free_port(), timeout=0.5))
         server = StatusServer(probe, 0, "127.0.0.1")
         await server.start()
         try:
@@ -64,7 +58,7 @@ def test_status_server_answers_503_without_envoy_and_404_elsewhere() -> None:
 
 def test_drain_without_envoy_returns_at_once() -> None:
     async def scenario() -> bool:
-        admin = EnvoyAdmin(_free_port(), timeout=0.5)
+        admin = EnvoyAdmin(free_port(), timeout=0.5)
         return await asyncio.wait_for(drain_envoy(admin, inbound_only=True, duration=30), 5)
 
     assert asyncio.run(scenario()) is False

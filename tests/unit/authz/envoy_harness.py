@@ -5,7 +5,6 @@ client sees (200, 401 or 403). Not mTLS: peer identities need the CA (e2e, later
 from __future__ import annotations
 
 import http.client
-import socket
 import socketserver
 import subprocess
 import tempfile
@@ -30,16 +29,10 @@ from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2
 from google.protobuf import duration_pb2, json_format
 
 from meshpilot.envoy.binary import envoy_binary
+from meshpilot.runtime.ports import free_port
 from meshpilot.xds.protos import pack
 
 __all__ = ["EnvoyHttp", "running_envoy", "running_tcp_envoy", "tcp_echo_server"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _address(port: int) -> address_pb2.Address:
@@ -149,7 +142,7 @@ def _wait_ready(admin: int, proc: subprocess.Popen[bytes], deadline: float) -> N
 
 @contextmanager
 def running_envoy(filters: Sequence[hcm_pb2.HttpFilter]) -> Iterator[EnvoyHttp]:
-    port = _free_port()
+    port = free_port()
     with _envoy(lambda admin: _bootstrap(_http_listener(filters, port), admin)):
         yield EnvoyHttp(port)
 
@@ -159,7 +152,7 @@ def running_tcp_envoy(
     filters: Sequence[listener_components_pb2.Filter], upstream: int
 ) -> Iterator[int]:
     """Envoy with [filters..., tcp_proxy → 127.0.0.1:upstream]; yields the listener port."""
-    port = _free_port()
+    port = free_port()
     with _envoy(
         lambda admin: _bootstrap(_tcp_listener(filters, port), admin, [_upstream(upstream)])
     ):
@@ -188,7 +181,7 @@ class _Echo(socketserver.StreamRequestHandler):
 
 @contextmanager
 def _envoy(bootstrap: Callable[[int], str]) -> Iterator[None]:
-    admin = _free_port()
+    admin = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "envoy.json"
         config.write_text(bootstrap(admin))

@@ -33,17 +33,11 @@ from cryptography.x509.oid import NameOID
 from meshpilot.config.loader import load_text
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.model.push_context import build_push_context
+from meshpilot.runtime.ports import free_port
 from meshpilot.xds.generate import generate_proxy_config
 from tests.conftest import proxy_for
 
-__all__ = ["Ca", "EnvoyPair", "free_port"]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
+__all__ = ["Ca", "EnvoyPair"]
 
 _EXT = "type.googleapis.com/envoy.extensions."
 

@@ -13,6 +13,7 @@ from meshpilot.proxyinfo import ConfigDump, ConfigDumpError, FetchError, Table, 
 from meshpilot.proxyinfo.fetch import base_url, get_json
 from meshpilot.proxyinfo.fields import integer, obj, objs, strings, text
 from meshpilot.proxyinfo.redact import REDACTED, redact_private_keys
+from meshpilot.runtime.ports import free_port
 from tests.unit.proxyinfo.dumps import b64
 from tests.unit.proxyinfo.pages import serving
 
@@ -79,14 +80,8 @@ def test_base_url_accepts_host_port() -> None:
         base_url("unix:///tmp/admin.sock")
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_fetch_errors_are_one_line_naming_server_and_url() -> None:
-    base = f"http://127.0.0.1:{_closed_port()}"
+    base = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(FetchError) as refused:
         get_json(base, "/debug/syncz", "the control plane")
     assert str(refused.value) == f"cannot reach the control plane at {base}: Connection refused"

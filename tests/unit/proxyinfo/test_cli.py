@@ -5,7 +5,6 @@ plane and Envoy are in tests/e2e/test_proxy_info.py)."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 
@@ -14,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from meshpilot.cli.proxy_config import proxy_config
 from meshpilot.cli.proxy_status import proxy_status
+from meshpilot.runtime.ports import free_port
 from tests.unit.proxyinfo.dumps import (
     SIDECAR,
     b64,
@@ -127,12 +127,6 @@ def test_proxy_status_table_and_json() -> None:
     assert raw.stdout.startswith(f"- proxy: {PROXY}\n")
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize(
     ("module", "args", "server"),
     [
@@ -143,7 +137,7 @@ def _closed_port() -> int:
 )  # fmt: skip
 def test_unreachable_servers_are_one_line_errors(module: str, args: list[str], server: str) -> None:
     """Run as a user runs it: a process, no traceback, exit status 1."""
-    url = f"http://127.0.0.1:{_closed_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     name = module.replace("_", "-")
     code = f"from meshpilot.cli.{module} import {module}; {module}(prog_name='meshpilot {name}')"
     args = [url if a == "URL" else a for a in args]

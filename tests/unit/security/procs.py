@@ -11,12 +11,6 @@ from pathlib import Path
 MESHPILOT = str(Path(sys.executable).parent / "meshpilot")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

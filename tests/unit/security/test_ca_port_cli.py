@@ -10,12 +10,13 @@ import time
 from pathlib import Path
 
 from meshpilot.cli.token import CaOptions
+from meshpilot.runtime.ports import free_port
 from meshpilot.security.tokens import TokenAuthority
 from meshpilot.settings import Settings
 from tests.conftest import REPO
 from tests.unit.security.grpc_client import channel, create_certificate
 from tests.unit.security.pki import load_chain, verify_client_chain, workload_csr
-from tests.unit.security.procs import MESHPILOT, children, free_port, wait_port
+from tests.unit.security.procs import MESHPILOT, children, wait_port
 
 
 def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> None:

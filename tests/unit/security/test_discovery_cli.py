@@ -9,11 +9,12 @@ import stat
 import subprocess
 from pathlib import Path
 
+from meshpilot.runtime.ports import free_port
 from meshpilot.security.certs import new_key
 from tests.conftest import REPO
 from tests.unit.security.grpc_client import channel, create_certificate
 from tests.unit.security.pki import load_chain, verify_client_chain, workload_csr
-from tests.unit.security.procs import MESHPILOT, free_port, wait_port
+from tests.unit.security.procs import MESHPILOT, wait_port
 
 
 def test_discovery_serves_the_ca_to_a_token_holder(tmp_path: Path) -> None:

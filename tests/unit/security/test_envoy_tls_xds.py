@@ -21,10 +21,11 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2
 from google.protobuf import json_format
 
 from meshpilot.envoy.binary import envoy_binary
+from meshpilot.runtime.ports import free_port
 from meshpilot.security.ca import CertificateAuthority
 from tests.conftest import REPO
 from tests.e2e.ads_harness import unix_get, wait_for
-from tests.unit.security.procs import MESHPILOT, children, free_port, wait_port
+from tests.unit.security.procs import MESHPILOT, children, wait_port
 
 pytestmark = pytest.mark.envoy
 
