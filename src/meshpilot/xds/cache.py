@@ -3,7 +3,8 @@
 Proxies of one class (same namespace and Sidecar resource, same DestinationRules selecting
 them) see the same outbound clusters, endpoints, listeners and routes; the generators key
 those parts by what decides them and build them once. Entries keep the protobuf messages
-and, on first use, their serialized bytes, so ADS can send the same bytes to every proxy.
+(sidecar route configs: as assembled, routes/assembly.py), and ADS serializes each once
+per push by identity (xds/resources.py), so every proxy of a class gets the same bytes.
 
 The cache lives for one PushContext: a new push starts empty, so nothing stale survives a
 config change, except what `carry_over` proves unaffected: after a change of VirtualServices
@@ -19,13 +20,16 @@ from collections.abc import Callable, Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from google.protobuf import message
-
 from meshpilot.config.hosts import resolve_host
 from meshpilot.config.istio.virtual_service import VirtualService
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.model.push_context import PushContext
+from meshpilot.xds.route_edits import (
+    RouteEdits,
+    routes_only_edits,
+    set_route_edits,
+)
 
 __all__ = ["CachedResources", "ResourceCache", "cache_for", "carry_over"]
 
@@ -34,13 +38,7 @@ _MEMO_KEY = "xds.ResourceCache"
 
 @dataclass(slots=True)
 class CachedResources:
-    messages: tuple[message.Message, ...]
-    _serialized: tuple[bytes, ...] | None = field(default=None)
-
-    def serialized(self) -> tuple[bytes, ...]:
-        if self._serialized is None:
-            self._serialized = tuple(m.SerializeToString() for m in self.messages)
-        return self._serialized
+    messages: tuple[Any, ...]  # protobuf messages, or AssembledRouteConfig
 
 
 @dataclass(slots=True)
@@ -83,19 +81,30 @@ _NON_SERVICE_HOSTS_PORT = 80
 
 def carry_over(old: PushContext, new: PushContext, changed: Collection[ConfigKey] | None) -> int:
     """Seed `new`'s cache with the entries of `old`'s that `changed` cannot affect; returns
-    how many. Only sidecar route configs after a VirtualService-only change, for now."""
+    how many. Only sidecar route configs after a VirtualService-only change, for now. When
+    the change edited VirtualServices' routes only, the configs of the ports it touches are
+    left for the route generator to edit (xds/route_edits.py)."""
     ports = _touched_route_ports(old, new, changed)
     if ports is None:
         return 0
     source, target = cache_for(old), cache_for(new)
     carried = 0
+    previous: dict[Hashable, object] = {}  # the touched ports' configs, for route edits
     for key, entry in source.entries.items():
         if not (isinstance(key, tuple) and len(key) == 3 and key[0] == _ROUTES):
             continue
         port = _route_port(key[2])
-        if port is not None and port not in ports and key not in target.entries:
+        if port is None:
+            continue
+        if port not in ports and key not in target.entries:
             target.entries[key] = entry
             carried += 1
+        elif port in ports and len(entry.messages) == 1:
+            previous[key] = entry.messages[0]
+    assert changed is not None  # _touched_route_ports said so
+    edited = routes_only_edits(old, new, changed)
+    if edited is not None:
+        set_route_edits(new, RouteEdits(edited, previous))
     return carried
 
 

@@ -1,10 +1,12 @@
 """Scope relevance and route carry-over checked against the generators on every golden case:
 removing one VirtualService or DestinationRule either leaves a proxy's whole configuration
 byte for byte the same, or `sees_hosts` says the proxy sees it; and route configs carried
-over from the previous push equal a cold build of the new one."""
+over from the previous push, or edited from it after a VirtualService's routes alone changed
+(xds/route_edits.py), equal a cold build of the new one, whole and split for VHDS."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -70,3 +72,40 @@ def test_carried_route_configs_equal_a_cold_build(case: GoldenCase) -> None:
         warm_proxy = proxy_for(after, case.proxy, case.proxy_type)
         cold_proxy = proxy_for(cold, case.proxy, case.proxy_type)
         assert _routes(after, warm_proxy, names) == _routes(cold, cold_proxy, names), obj.key
+
+
+def _retimed(obj: ConfigObject[Any]) -> ConfigObject[Any]:
+    """The VirtualService with a new timeout on every HTTP route: its routes alone change."""
+    spec = obj.model.spec
+    http = [r.model_copy(update={"timeout": 7_000_000_000}) for r in spec.http]
+    model = obj.model.model_copy(update={"spec": spec.model_copy(update={"http": http})})
+    return replace(obj, model=model)
+
+
+def _vhds_routes(push: Any, proxy: Any, names: set[str]) -> dict[str, bytes]:
+    heads = _routes(push, proxy, names)
+    hosts = generate_resources(push, proxy, TypeUrl.VIRTUAL_HOST, names)
+    return heads | {r.name: r.body for r in hosts}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_route_edits_equal_a_cold_build(case: GoldenCase) -> None:
+    loaded = load_paths(case.inputs)
+    objects = list(loaded.objects)
+    if case.proxy_type is not case.proxy_type.SIDECAR:
+        pytest.skip("only sidecar route configs carry over")
+    for obj in (o for o in objects if o.key.kind is Kind.VIRTUAL_SERVICE):
+        edited = [_retimed(o) if o.key == obj.key else o for o in objects]
+        for vhds in (False, True):
+            get = _vhds_routes if vhds else _routes
+            before = build_push_context(objects, loaded.mesh, 1)
+            proxy = replace(proxy_for(before, case.proxy, case.proxy_type), vhds=vhds)
+            names = rds_names(generate_proxy_config(before, proxy).listeners)
+            get(before, proxy, names)  # fills the cache
+            after = build_push_context(edited, loaded.mesh, 2, None, before, {obj.key})
+            carry_over(before, after, {obj.key})
+            cold = build_push_context(edited, loaded.mesh, 3)
+            warm_proxy = replace(proxy_for(after, case.proxy, case.proxy_type), vhds=vhds)
+            cold_proxy = replace(proxy_for(cold, case.proxy, case.proxy_type), vhds=vhds)
+            warm_routes = get(after, warm_proxy, names)
+            assert warm_routes == get(cold, cold_proxy, names), (obj.key, vhds)

@@ -1,8 +1,9 @@
 """The VHDS split of a route config: from the virtual hosts the route generator assembled it
-from (routes/vhds_parts.py), from the config's own bytes, and across pushes, it is the same
+from (routes/assembly.py), from the config's own bytes, and across pushes, it is the same
 head and the same virtual hosts, and together they are the route config Envoy would have
-been sent whole. Delta streams of a class in the same state share one step over the class's
-virtual hosts, and a stream in another state gets its own."""
+been sent whole; a VHDS proxy's config is never parsed whole. Delta streams of a class in
+the same state share one step over the class's virtual hosts, and a stream in another state
+gets its own."""
 
 from __future__ import annotations
 
@@ -23,14 +24,15 @@ from meshpilot.model.lasting_memo import LastingMemo
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.xds.connection import Connection
 from meshpilot.xds.delta import on_delta_request, push_delta_responses
-from meshpilot.xds.generate.routes.sidecar import generate_sidecar_routes
+from meshpilot.xds.generate.routes.assembly import AssembledRouteConfig
+from meshpilot.xds.generate.routes.sidecar import generate_sidecar_route_parts
 from meshpilot.xds.generate.routes.vhds import (
     VhdsSplit,
+    generate_sidecar_route_configs,
     merge_virtual_hosts,
     split_route_config,
     vhds_name,
 )
-from meshpilot.xds.generate.routes.vhds_parts import remembered_virtual_hosts
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import parse_node
 from meshpilot.xds.node import proxy_for as node_proxy_for
@@ -51,9 +53,9 @@ def _push() -> PushContext:
     return build_push_context(list(loaded.objects), loaded.mesh)
 
 
-def _config(push: PushContext) -> route_pb2.RouteConfiguration:
+def _assembled(push: PushContext) -> AssembledRouteConfig:
     proxy = replace(proxy_for(push, "client.default"), vhds=True)
-    (config,) = generate_sidecar_routes(push, proxy, ["8080"])
+    (config,) = generate_sidecar_route_parts(push, proxy, ["8080"])
     return config
 
 
@@ -65,20 +67,19 @@ def _as_bytes(split: VhdsSplit) -> tuple[bytes, list[tuple[str, bytes]]]:
 
 
 def test_split_from_the_generators_parts_equals_the_split_of_the_configs_bytes() -> None:
-    push = _push()
-    config = _config(push)
-    parts = remembered_virtual_hosts(push, config)
-    assert parts is not None and len(parts) == 3  # web, api and the catch-all
-    from_parts = split_route_config(config, LastingMemo(), parts)
-    from_bytes = split_route_config(config, LastingMemo())
+    config = _assembled(_push())
+    assert len(config.virtual_hosts) == 3  # web, api and the catch-all
+    from_parts = split_route_config(config, LastingMemo())
+    from_bytes = split_route_config(config.message(), LastingMemo())
     assert _as_bytes(from_parts) == _as_bytes(from_bytes)
-    assert _as_bytes(split_route_config(config)) == _as_bytes(from_bytes)  # nothing kept
+    assert _as_bytes(split_route_config(config.message())) == _as_bytes(from_bytes)  # no memo
 
 
 def test_head_and_virtual_hosts_make_the_whole_route_config() -> None:
     push = _push()
-    config = _config(push)
-    split = split_route_config(config, push.lasting, remembered_virtual_hosts(push, config))
+    assembled = _assembled(push)
+    split = split_route_config(assembled, push.lasting)
+    config = assembled.message()
     assert [vh.name for vh in split.head.virtual_hosts] == ["allow_any"]
     assert split.head.vhds.config_source == ads_source()
     expected = route_pb2.RouteConfiguration()
@@ -94,21 +95,24 @@ def test_head_and_virtual_hosts_make_the_whole_route_config() -> None:
     assert merge_virtual_hosts(split.head, split.virtual_hosts) == expected
 
 
-def test_a_config_not_built_by_this_push_is_split_from_its_bytes() -> None:
+def test_a_vhds_proxy_gets_its_head_without_its_config_parsed_whole() -> None:
     push = _push()
-    config = _config(push)
-    later = replace(push, memo={})
-    assert remembered_virtual_hosts(later, config) is None
-    assert remembered_virtual_hosts(push, route_pb2.RouteConfiguration(name="8080")) is None
+    proxy = replace(proxy_for(push, "client.default"), vhds=True)
+    (head,) = generate_sidecar_route_configs(push, proxy, ["8080"])
+    assert head.HasField("vhds") and [vh.name for vh in head.virtual_hosts] == ["allow_any"]
+    (assembled,) = generate_sidecar_route_parts(push, proxy, ["8080"])
+    assert assembled._message is None  # the 1 MB parse a VirtualService change used to pay
+    plain = replace(proxy, vhds=False)  # a proxy of the class without VHDS: the whole config
+    (whole,) = generate_sidecar_route_configs(push, plain, ["8080"])
+    assert whole is assembled._message and len(whole.virtual_hosts) == 3
 
 
 def test_kept_head_and_virtual_hosts_are_the_previous_splits_objects() -> None:
     push = _push()
-    config = _config(push)
-    parts = remembered_virtual_hosts(push, config)
-    for given in (parts, None):  # from the generator's parts, and from the config's bytes
-        first = split_route_config(config, push.lasting, given)
-        again = split_route_config(config, push.lasting.successor(), given)
+    assembled = _assembled(push)
+    for config in (assembled, assembled.message()):  # as assembled, and from its bytes
+        first = split_route_config(config, push.lasting)
+        again = split_route_config(config, push.lasting.successor())
         assert again.head is first.head
         assert all(a is b for a, b in zip(again.virtual_hosts, first.virtual_hosts, strict=True))
 
@@ -124,11 +128,10 @@ def test_many_new_virtual_hosts_are_read_from_the_whole_config() -> None:
     )
     loaded = load_text(services + APP + _vs("3s"), "app.yaml")
     push = build_push_context(list(loaded.objects), loaded.mesh)
-    config = _config(push)
-    parts = remembered_virtual_hosts(push, config)
-    assert parts is not None and len(parts) == 43
-    assert _as_bytes(split_route_config(config, LastingMemo(), parts)) == _as_bytes(
-        split_route_config(config, LastingMemo())
+    config = _assembled(push)
+    assert len(config.virtual_hosts) == 43
+    assert _as_bytes(split_route_config(config, LastingMemo())) == _as_bytes(
+        split_route_config(config.message(), LastingMemo())
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from typing import cast
 
 from envoy.config.route.v3 import route_components_pb2 as rc
 from envoy.config.route.v3 import route_pb2
@@ -16,6 +17,7 @@ from meshpilot.model.indexes.virtual_services import MESH_GATEWAY, BoundVirtualS
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.sidecar_scope import SidecarScope
+from meshpilot.model.visibility import visible_to
 from meshpilot.registry.model import Protocol, Service
 from meshpilot.xds import names as xds_names
 from meshpilot.xds.cache import cache_for
@@ -23,8 +25,9 @@ from meshpilot.xds.generate.mesh_virtual_services import mesh_virtual_services
 from meshpilot.xds.generate.routes.action import set_timeout
 from meshpilot.xds.generate.routes.aliases import aliases_by_target, visible_aliases
 from meshpilot.xds.generate.routes.assembly import (
+    AssembledRouteConfig,
     VirtualHostParts,
-    route_configuration,
+    assembled_route_config,
     route_entry,
 )
 from meshpilot.xds.generate.routes.context import RouteContext
@@ -34,14 +37,14 @@ from meshpilot.xds.generate.routes.encoded import RouteMemo, encoded_virtual_ser
 from meshpilot.xds.generate.routes.hash_policy import hash_policy, service_hash
 from meshpilot.xds.generate.routes.lasting import ClassRoutes, class_routes
 from meshpilot.xds.generate.routes.retry import default_retry_policy, retry_policy
-from meshpilot.xds.generate.routes.vhds_parts import remember_virtual_hosts
 from meshpilot.xds.generate.routes.virtual_hosts import (
     VirtualHostGroup,
     build_virtual_hosts,
 )
 from meshpilot.xds.protos import boolean, u32
+from meshpilot.xds.route_edits import route_edits
 
-__all__ = ["generate_sidecar_routes"]
+__all__ = ["generate_sidecar_route_parts", "generate_sidecar_routes"]
 
 REGISTRY_ONLY = "REGISTRY_ONLY"
 MAX_DIRECT_RESPONSE_BODY_BYTES = 1024 * 1024  # Istio raises Envoy's 4 KiB default
@@ -80,6 +83,13 @@ def generate_sidecar_routes(
 ) -> list[route_pb2.RouteConfiguration]:
     """`names` are the route configs Envoy asked for; None builds `<port>` for every HTTP or
     sniffed port of the services this proxy sees. Names that are neither are skipped."""
+    return [config.message() for config in generate_sidecar_route_parts(push, proxy, names)]
+
+
+def generate_sidecar_route_parts(
+    push: PushContext, proxy: Proxy, names: Collection[str] | None
+) -> list[AssembledRouteConfig]:
+    """generate_sidecar_routes' configs as assembled, each parsed only when asked for."""
     scope = push.proxy_scope(proxy)
     if names is None:
         services = [s for s in scope.services if not s.is_alias]
@@ -92,10 +102,15 @@ def generate_sidecar_routes(
     # client labels: then the labels they test are part of the key.
     klass = (push.proxy_class(proxy), proxy.dns_domain, _tested_labels(push, proxy))
     builder = _Builder(push, proxy, scope, klass)
-    out: list[route_pb2.RouteConfiguration] = []
+    out: list[AssembledRouteConfig] = []
     for name, (port, host) in sorted(wanted.items(), key=lambda kv: (kv[1], kv[0])):
         build = partial(builder.config, name, port, host)
-        out.extend(cache.get_or_build(("rds", klass, name), build).messages)
+        out.extend(
+            cast(
+                tuple[AssembledRouteConfig, ...],
+                cache.get_or_build(("rds", klass, name), build).messages,
+            )
+        )
     return out
 
 
@@ -132,14 +147,16 @@ class _Builder:
     # Per Sidecar egress entry (egress_view.py): its view, VirtualServices and their owners.
     mesh: dict[int, _EntryMesh] = field(default_factory=dict)
 
-    def config(self, name: str, port: int, sniffed_host: str) -> list[route_pb2.RouteConfiguration]:
+    def config(self, name: str, port: int, sniffed_host: str) -> list[AssembledRouteConfig]:
         if self.kept is None:
             self.kept = class_routes(self.push, self.klass, self.scope)
+        if not sniffed_host and (edited := _edited_config(self, name, port)) is not None:
+            return [edited]
         if port not in self.by_port:
             entry = self._entry(egress_entry(self.scope, port))
             self.by_port[port] = _virtual_hosts(self, entry, port)
         vhosts = self.by_port[port]
-        return [_route_config(self.push, name, vhosts, self.scope, sniffed_host, self.kept)]
+        return [_route_config(name, vhosts, self.scope, sniffed_host, self.kept)]
 
     def _entry(self, index: int) -> _EntryMesh:
         if index not in self.mesh:
@@ -314,6 +331,60 @@ def _virtual_hosts(builder: _Builder, entry: _EntryMesh, port: int) -> list[Virt
     return build_virtual_hosts(groups, port, proxy.dns_domain, aliases, kept.domains)
 
 
+def _edited_config(builder: _Builder, name: str, port: int) -> AssembledRouteConfig | None:
+    """The previous push's config `name` with the routes of the virtual hosts that the
+    VirtualServices edited in their routes only own swapped (xds/route_edits.py); None
+    when the change was another or this config cannot be shown to be the same otherwise."""
+    edits = route_edits(builder.push)
+    previous = edits.previous.get(("rds", builder.klass, name)) if edits is not None else None
+    if not isinstance(previous, AssembledRouteConfig):
+        return None
+    assert edits is not None and builder.kept is not None
+    push, proxy, scope, kept = builder.push, builder.proxy, builder.scope, builder.kept
+    view = egress_view(scope, egress_entry(scope, port))
+    services = {s.hostname: s for s in view.services if _has_port(s, port)}
+    at = {id(vh): i for i, vh in enumerate(previous.virtual_hosts)}
+    vhosts = list(previous.virtual_hosts)
+    ctx: RouteContext | None = None
+    for vs in edits.edited:
+        if not _sees(push, proxy, view, vs) or (
+            port != NON_SERVICE_HOSTS_PORT and not _selects(vs, services)
+        ):
+            continue  # no virtual host of this config was or is the VirtualService's
+        before = kept.vs_routes.get(port, {}).get(vs.obj.key)  # (object, routes) it had
+        if ctx is None:
+            mesh, service_ports = frozenset({MESH_GATEWAY}), dict.fromkeys(services, (port,))
+            rules = builder.routes.rules
+            ctx = RouteContext(push, proxy, scope, vs, port, mesh, False, service_ports, rules)
+        ctx.vs = vs
+        group = _vs_group(ctx, services, {}, builder.routes, kept)
+        if before is None or group is None:
+            return None
+        hostnames = [s.hostname for s in group.services] + list(group.vs_hosts)
+        for hostname in hostnames:
+            old = kept.vhosts.get(xds_names.vhost_name(hostname, port))
+            i = at.get(id(old.serialized)) if old is not None else None
+            if old is None or i is None or old.routes is not before[1]:
+                return None  # not this VirtualService's virtual host in that config
+            parts = VirtualHostParts(old.name, old.domains, group.routes, old.encoded_domains)
+            vhosts[i] = kept.vhost_bytes(parts)
+    return AssembledRouteConfig(name, tuple(vhosts), previous.tail)
+
+
+def _sees(push: PushContext, proxy: Proxy, view: EgressView, vs: BoundVirtualService) -> bool:
+    """Is `vs` among the VirtualServices the route config is built from (`_Builder._entry`)?"""
+    return (
+        MESH_GATEWAY in vs.gateways
+        and visible_to(
+            vs.obj.model.spec.export_to,
+            vs.namespace,
+            proxy.namespace,
+            push.virtual_services.default_export_to,
+        )
+        and (view.imported is None or any(view.allows_host(h, vs.namespace) for h in vs.hosts))
+    )
+
+
 def _default_entry(builder: _Builder, kept: ClassRoutes, svc: Service, port: int) -> bytes:
     """The service's default route as a `VirtualHost.routes` entry, kept by its class."""
     key = (svc.hostname, port)
@@ -333,13 +404,12 @@ def _sniffed(vhosts: Sequence[VirtualHostParts], host: str) -> list[VirtualHostP
 
 
 def _route_config(
-    push: PushContext,
     name: str,
     vhosts: Sequence[VirtualHostParts],
     scope: SidecarScope,
     sniffed_host: str,
     kept: ClassRoutes,
-) -> route_pb2.RouteConfiguration:
+) -> AssembledRouteConfig:
     chosen = _sniffed(vhosts, sniffed_host) if sniffed_host else list(vhosts)
     chosen.sort(key=lambda v: v.name)
     serialized = [kept.vhost_bytes(v) for v in chosen]
@@ -350,6 +420,4 @@ def _route_config(
         max_direct_response_body_size_bytes=u32(MAX_DIRECT_RESPONSE_BODY_BYTES),
         ignore_port_in_host_matching=True,
     )
-    config = route_configuration(name, serialized, tail)
-    remember_virtual_hosts(push, config, serialized)  # for the VHDS split (routes/vhds.py)
-    return config
+    return assembled_route_config(name, serialized, tail)

@@ -13,8 +13,10 @@ Envoy matches VHDS resources to a route config by the part of their name before 
 host (`allow_any` / `block_all`, domain `*`) stays in the head. Sniffed services' own route
 configs (`<host>:<port>`, one virtual host) and gateways' route configs stay whole.
 
-The split is built on the route generator's output (the RouteConfiguration messages, shared
-by a proxy class and carried over across pushes), once per push and message.
+The split is built on the route generator's output as it assembled it (routes/assembly.py:
+the serialized virtual hosts and the config's other fields, shared by a proxy class and
+carried over across pushes), once per push and config: a VHDS proxy's route config is
+never parsed whole.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ from envoy.config.route.v3 import route_pb2
 from meshpilot.model.lasting_memo import LastingMemo
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
-from meshpilot.xds.generate.routes.sidecar import generate_sidecar_routes
-from meshpilot.xds.generate.routes.vhds_parts import remembered_virtual_hosts
+from meshpilot.xds.generate.routes.assembly import AssembledRouteConfig
+from meshpilot.xds.generate.routes.sidecar import (
+    generate_sidecar_route_parts,
+    generate_sidecar_routes,
+)
 from meshpilot.xds.generate.routes.vhds_wire import config_fields, read_virtual_host
 from meshpilot.xds.protos import ads_source
 from meshpilot.xds.wire import field_number, length_delimited
@@ -98,36 +103,37 @@ def route_config_of(resource_name: str) -> str:
     return resource_name.rpartition("/")[0] or resource_name
 
 
-def _split_eligible(config: route_pb2.RouteConfiguration) -> bool:
+def _split_eligible(config: AssembledRouteConfig | route_pb2.RouteConfiguration) -> bool:
     """Outbound HTTP port route configs (`<port>`); sniffed ones are one virtual host."""
     return bool(config.name.isdigit())
 
 
 def split_route_config(
-    config: route_pb2.RouteConfiguration,
-    kept: LastingMemo | None = None,
-    parts: Sequence[bytes] | None = None,
+    config: AssembledRouteConfig | route_pb2.RouteConfiguration, kept: LastingMemo | None = None
 ) -> VhdsSplit:
     """The head and the virtual hosts of `config`. With `kept` (the push's lasting memo), a
     virtual host whose bytes the previous push split already is that push's very object,
     found by its bytes without reading them: the ADS server then finds its resource made
     (xds/resources.py), and after a VirtualService change only the changed virtual hosts
     are new. So is the head while its bytes stay, shared by the classes whose heads are
-    equal (the config's name, the catch-all and the config's own fields). `parts`: the
-    virtual hosts the config was assembled from, when known (routes/vhds_parts.py); they
-    are looked up as they are, and a new one is sent as protobuf writes it in the config."""
-    if parts is None:
-        parts, fields = config_fields(config.SerializeToString(deterministic=True))
-        written: Sequence[bytes] | None = parts
+    equal (the config's name, the catch-all and the config's own fields). An assembled
+    config's virtual hosts are looked up as the generator made them, and a new one is sent
+    as protobuf writes it in the config; a message's are read from its bytes."""
+    parts: Sequence[bytes]
+    written: Sequence[bytes] | None
+    if isinstance(config, AssembledRouteConfig):
+        parts, fields, written = config.virtual_hosts, [config.without_virtual_hosts()], None
     else:
-        fields, written = [_without_virtual_hosts(config)], None
+        parts, fields = config_fields(config.SerializeToString(deterministic=True))
+        written = parts
     found = [kept.get((_KEPT, config.name, part)) for part in parts] if kept is not None else []
     moved = []
     for i, part in enumerate(parts):
         entry = found[i] if found else None
         if entry is None:
             if written is None:  # once per config, and only for a config with new hosts
-                written = _written_virtual_hosts(config, parts, found)
+                assert isinstance(config, AssembledRouteConfig)
+                written = _written_virtual_hosts(config, found)
             entry = _moved_or_static(config.name, written[i])
             if kept is not None:
                 kept.put((_KEPT, config.name, part), entry)
@@ -162,15 +168,16 @@ _WRITE_WHOLE_FROM = 32
 
 
 def _written_virtual_hosts(
-    config: route_pb2.RouteConfiguration, parts: Sequence[bytes], found: Sequence[object]
+    config: AssembledRouteConfig, found: Sequence[object]
 ) -> Sequence[bytes]:
     """The config's virtual hosts as protobuf writes them (the generator's parts may hold
     the same fields in another order): the bytes sent are those of the config as a whole,
     whichever way the split came to them. Only those not kept are needed: after a
     VirtualService change a few, in a first split all of them."""
+    parts = config.virtual_hosts
     missing = found.count(None) if found else len(parts)
     if missing >= _WRITE_WHOLE_FROM:
-        return config_fields(config.SerializeToString(deterministic=True))[0]
+        return config_fields(config.message().SerializeToString(deterministic=True))[0]
     return [
         part if found and found[i] is not None else _rewritten(part) for i, part in enumerate(parts)
     ]
@@ -181,33 +188,16 @@ def _rewritten(body: bytes) -> bytes:
     return written
 
 
-def _without_virtual_hosts(config: route_pb2.RouteConfiguration) -> bytes:
-    """The config's other fields, serialized (its virtual hosts are not copied)."""
-    rest = route_pb2.RouteConfiguration()
-    for desc, value in config.ListFields():
-        if desc.name == "virtual_hosts":
-            continue
-        if desc.is_repeated:
-            getattr(rest, desc.name).extend(value)
-        elif desc.message_type is None:
-            setattr(rest, desc.name, value)
-        else:
-            getattr(rest, desc.name).CopyFrom(value)
-    serialized: bytes = rest.SerializeToString(deterministic=True)
-    return serialized
-
-
-def _split(push: PushContext, config: route_pb2.RouteConfiguration) -> VhdsSplit | None:
-    """Memoised by message identity (the memo pins the message), in the lasting memo:
-    proxies of a class share their route configs, so they share the split and its bytes,
-    and a route config carried over from the previous push (xds/cache.py) keeps its split."""
+def _split(push: PushContext, config: AssembledRouteConfig) -> VhdsSplit | None:
+    """Memoised by identity (the memo pins the config), in the lasting memo: proxies of a
+    class share their route configs, so they share the split and its bytes, and a route
+    config carried over from the previous push (xds/cache.py) keeps its split."""
     if not _split_eligible(config):
         return None
     key = (_MEMO, id(config))
     found = push.lasting.get(key)
     if not (isinstance(found, tuple) and found[0] is config):
-        bodies = remembered_virtual_hosts(push, config)
-        found = (config, split_route_config(config, push.lasting, bodies))
+        found = (config, split_route_config(config, push.lasting))
         push.lasting.put(key, found)
     split = found[1]
     assert isinstance(split, VhdsSplit)
@@ -218,10 +208,10 @@ def generate_sidecar_route_configs(
     push: PushContext, proxy: Proxy, names: Collection[str] | None
 ) -> list[route_pb2.RouteConfiguration]:
     """The sidecar route configs; for a proxy served by VHDS, their heads."""
-    configs = generate_sidecar_routes(push, proxy, names)
     if not proxy.vhds:
-        return configs
-    return [split.head if (split := _split(push, c)) else c for c in configs]
+        return generate_sidecar_routes(push, proxy, names)
+    configs = generate_sidecar_route_parts(push, proxy, names)
+    return [split.head if (split := _split(push, c)) else c.message() for c in configs]
 
 
 def generate_sidecar_virtual_hosts(
@@ -230,7 +220,7 @@ def generate_sidecar_virtual_hosts(
     """The VHDS virtual hosts of the route configs named (a route config's name, or a name
     under it); None: of every route config of the proxy."""
     wanted = None if names is None else sorted({route_config_of(n) for n in names})
-    configs = generate_sidecar_routes(push, proxy, wanted)
+    configs = generate_sidecar_route_parts(push, proxy, wanted)
     memo = push.memo.setdefault(_LISTS, {})
     assert isinstance(memo, dict)
     key = tuple(map(id, configs))  # the configs are pinned by the split memo
