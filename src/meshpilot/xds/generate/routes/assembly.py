@@ -187,7 +187,22 @@ class AssembledRouteConfig:
     name: str
     virtual_hosts: tuple[bytes, ...]
     tail: bytes  # the config's fields other than name and virtual hosts, serialized
+    # The virtual hosts' names, when the generator gave them: where an edit finds a host.
+    host_names: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    _positions: dict[str, int] | None = field(default=None, compare=False, repr=False)
     _message: route_pb2.RouteConfiguration | None = field(default=None, compare=False, repr=False)
+
+    def position(self, host_name: str) -> int | None:
+        """Where the virtual host named `host_name` is among `virtual_hosts`."""
+        if self._positions is None:
+            self._positions = {n: i for i, n in enumerate(self.host_names)}
+        return self._positions.get(host_name)
+
+    def edited(self, virtual_hosts: tuple[bytes, ...]) -> AssembledRouteConfig:
+        """This config with other bytes for the same virtual hosts, in the same places."""
+        edited = AssembledRouteConfig(self.name, virtual_hosts, self.tail, self.host_names)
+        edited._positions = self._positions
+        return edited
 
     def message(self) -> route_pb2.RouteConfiguration:
         if self._message is None:
@@ -203,11 +218,15 @@ class AssembledRouteConfig:
 
 
 def assembled_route_config(
-    name: str, vhosts: Sequence[bytes], tail: route_pb2.RouteConfiguration
+    name: str,
+    vhosts: Sequence[bytes],
+    tail: route_pb2.RouteConfiguration,
+    host_names: Sequence[str] = (),
 ) -> AssembledRouteConfig:
-    """A route config named `name` holding the serialized virtual hosts, then the fields of
-    `tail` (a config without name or virtual hosts)."""
-    return AssembledRouteConfig(name, tuple(vhosts), tail.SerializeToString())
+    """A route config named `name` holding the serialized virtual hosts (named
+    `host_names`, when given), then the fields of `tail` (a config without name or virtual
+    hosts)."""
+    return AssembledRouteConfig(name, tuple(vhosts), tail.SerializeToString(), tuple(host_names))
 
 
 def route_configuration(

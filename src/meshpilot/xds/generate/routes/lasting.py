@@ -25,7 +25,9 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.sidecar_scope import SidecarScope
+from meshpilot.registry.model import Service
 from meshpilot.xds.generate.routes.assembly import VirtualHostParts, virtual_host_bytes
+from meshpilot.xds.generate.routes.egress_view import EgressView
 from meshpilot.xds.generate.routes.virtual_hosts import DomainsMemo
 
 __all__ = ["ClassRoutes", "class_routes"]
@@ -67,6 +69,8 @@ class ClassRoutes:
     defaults: dict[tuple[str, int], bytes] = field(default_factory=dict)
     domains: DomainsMemo = field(default_factory=dict)
     vhosts: dict[str, VirtualHostParts] = field(default_factory=dict)  # serialized ones
+    # By port: the egress view and its services on the port (routes/sidecar.py edits).
+    port_services: dict[int, tuple[EgressView, dict[str, Service]]] = field(default_factory=dict)
     encoded: int = 0
     reused: int = 0
 

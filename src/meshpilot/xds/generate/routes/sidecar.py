@@ -52,6 +52,7 @@ MAX_DIRECT_RESPONSE_BODY_BYTES = 1024 * 1024  # Istio raises Envoy's 4 KiB defau
 # virtual hosts (think `bookinfo.com`).
 NON_SERVICE_HOSTS_PORT = 80
 _LABEL_KEYS_MEMO = "rds.source-label-keys"
+_PARTS_MEMO = "rds.parts-by-proxy"
 
 
 # Protocol.is_http or AUTO, as a set: the property builds a tuple on every call.
@@ -89,7 +90,16 @@ def generate_sidecar_routes(
 def generate_sidecar_route_parts(
     push: PushContext, proxy: Proxy, names: Collection[str] | None
 ) -> list[AssembledRouteConfig]:
-    """generate_sidecar_routes' configs as assembled, each parsed only when asked for."""
+    """generate_sidecar_routes' configs as assembled, each parsed only when asked for.
+    Memoised per push and proxy: a VHDS stream asks twice (route configs, then their
+    virtual hosts), and working out its class is most of a cached answer (B3). Read only."""
+    memo = push.memo.setdefault(_PARTS_MEMO, {})
+    assert isinstance(memo, dict)
+    memo_key = (id(proxy), None if names is None else tuple(sorted(names)))
+    found = memo.get(memo_key)
+    if found is not None and found[0] is proxy:  # the memo pins the proxy: its id is its own
+        parts: list[AssembledRouteConfig] = found[1]
+        return parts
     scope = push.proxy_scope(proxy)
     if names is None:
         services = [s for s in scope.services if not s.is_alias]
@@ -111,6 +121,7 @@ def generate_sidecar_route_parts(
                 cache.get_or_build(("rds", klass, name), build).messages,
             )
         )
+    memo[memo_key] = (proxy, out)
     return out
 
 
@@ -299,7 +310,7 @@ def _virtual_hosts(builder: _Builder, entry: _EntryMesh, port: int) -> list[Virt
     kept = builder.kept
     assert kept is not None
     mesh_vs, owners = entry.virtual_services, entry.owners
-    services = {s.hostname: s for s in entry.view.services if _has_port(s, port)}
+    services = _port_services(kept, scope, port)[1]  # entry.view's services on the port
     service_ports = dict.fromkeys(services, (port,))  # Istio trims services to this port
     if port != NON_SERVICE_HOSTS_PORT:
         mesh_vs = [vs for vs in mesh_vs if _selects(vs, services)]
@@ -341,9 +352,7 @@ def _edited_config(builder: _Builder, name: str, port: int) -> AssembledRouteCon
         return None
     assert edits is not None and builder.kept is not None
     push, proxy, scope, kept = builder.push, builder.proxy, builder.scope, builder.kept
-    view = egress_view(scope, egress_entry(scope, port))
-    services = {s.hostname: s for s in view.services if _has_port(s, port)}
-    at = {id(vh): i for i, vh in enumerate(previous.virtual_hosts)}
+    view, services = _port_services(kept, scope, port)
     vhosts = list(previous.virtual_hosts)
     ctx: RouteContext | None = None
     for vs in edits.edited:
@@ -363,12 +372,27 @@ def _edited_config(builder: _Builder, name: str, port: int) -> AssembledRouteCon
         hostnames = [s.hostname for s in group.services] + list(group.vs_hosts)
         for hostname in hostnames:
             old = kept.vhosts.get(xds_names.vhost_name(hostname, port))
-            i = at.get(id(old.serialized)) if old is not None else None
+            i = previous.position(old.name) if old is not None else None
             if old is None or i is None or old.routes is not before[1]:
                 return None  # not this VirtualService's virtual host in that config
+            if previous.virtual_hosts[i] is not old.serialized:
+                return None  # (built for another config since)
             parts = VirtualHostParts(old.name, old.domains, group.routes, old.encoded_domains)
             vhosts[i] = kept.vhost_bytes(parts)
-    return AssembledRouteConfig(name, tuple(vhosts), previous.tail)
+    return previous.edited(tuple(vhosts))
+
+
+def _port_services(
+    kept: ClassRoutes, scope: SidecarScope, port: int
+) -> tuple[EgressView, dict[str, Service]]:
+    """The egress view of `port`'s route config and its services on the port, by hostname:
+    kept by the class (they read only its world: routes/lasting.py)."""
+    found = kept.port_services.get(port)
+    if found is None:
+        view = egress_view(scope, egress_entry(scope, port))
+        services = {s.hostname: s for s in view.services if _has_port(s, port)}
+        found = kept.port_services[port] = (view, services)
+    return found
 
 
 def _sees(push: PushContext, proxy: Proxy, view: EgressView, vs: BoundVirtualService) -> bool:
@@ -413,11 +437,14 @@ def _route_config(
     chosen = _sniffed(vhosts, sniffed_host) if sniffed_host else list(vhosts)
     chosen.sort(key=lambda v: v.name)
     serialized = [kept.vhost_bytes(v) for v in chosen]
+    host_names = [v.name for v in chosen]
     if not sniffed_host:
-        serialized.append(catch_all_virtual_host(scope).SerializeToString())
+        catch_all = catch_all_virtual_host(scope)
+        serialized.append(catch_all.SerializeToString())
+        host_names.append(catch_all.name)
     tail = route_pb2.RouteConfiguration(
         validate_clusters=boolean(False),
         max_direct_response_body_size_bytes=u32(MAX_DIRECT_RESPONSE_BODY_BYTES),
         ignore_port_in_host_matching=True,
     )
-    return assembled_route_config(name, serialized, tail)
+    return assembled_route_config(name, serialized, tail, host_names)
