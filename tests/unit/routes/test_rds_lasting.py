@@ -206,10 +206,10 @@ def test_next_push_equals_a_cold_build(change: str) -> None:
     validate_routes(generate_sidecar_routes(push1, proxy_of(push1, "client"), None))
 
 
-def test_a_route_edit_translates_that_virtual_service_alone_and_walks_no_other() -> None:
-    """Weights changed: the class edits its previous route config (xds/route_edits.py):
-    reviews translated again, no other VirtualService even looked up."""
-    old_doc, new_doc = CHANGES["virtual service"]
+def _translated_and_reused(change: str) -> tuple[int, int]:
+    """The class's VirtualServices translated and taken as they were in the push after
+    `change` (the class itself kept across it)."""
+    old_doc, new_doc = CHANGES[change]
     old = _load(BASE)
     new = _load([new_doc if d == old_doc else d for d in BASE])
     push0 = build_push_context(old.objects, old.mesh)
@@ -219,24 +219,21 @@ def test_a_route_edit_translates_that_virtual_service_alone_and_walks_no_other()
     push1, _ = _next_push(push0, old, new)
     _routes(push1)
     assert _class_routes(push1) == [kept]
-    assert kept.encoded - encoded_before == 1
-    assert kept.reused == reused_before
+    return kept.encoded - encoded_before, kept.reused - reused_before
+
+
+def test_a_route_edit_translates_that_virtual_service_alone_and_walks_no_other() -> None:
+    """Weights changed: the class edits its previous route config (xds/route_edits.py):
+    reviews translated again, no other VirtualService even looked up."""
+    assert _translated_and_reused("virtual service") == (1, 0)
 
 
 def test_an_edit_that_moves_a_virtual_service_translates_only_it_and_walks_the_rest() -> None:
     """Bound to a gateway now (not a routes-only edit): the port's config is built afresh,
     the other VirtualServices' routes taken as they were."""
-    old_doc, new_doc = CHANGES["virtual service gateway"]
-    old = _load(BASE)
-    new = _load([new_doc if d == old_doc else d for d in BASE])
-    push0 = build_push_context(old.objects, old.mesh)
-    _routes(push0)
-    (kept,) = _class_routes(push0)
-    encoded_before, reused_before = kept.encoded, kept.reused
-    push1, _ = _next_push(push0, old, new)
-    _routes(push1)
-    assert kept.encoded - encoded_before == 0  # ratings is no longer the mesh's
-    assert kept.reused - reused_before >= 2
+    translated, reused = _translated_and_reused("virtual service gateway")
+    assert translated == 0  # ratings is no longer the mesh's
+    assert reused >= 2
 
 
 def test_a_push_without_change_of_its_inputs_translates_nothing() -> None:
