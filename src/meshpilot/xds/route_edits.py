@@ -1,5 +1,5 @@
 """VirtualService edits that change routes only, and the previous push's route configs that
-a class rebuilds from after one (xds/generate/routes/sidecar.py).
+a class rebuilds from after one (xds/generate/routes/edited_config.py).
 
 B3: a VirtualService change rebuilt every virtual host of its ports for every proxy class
 (~1000 per port and class, ~9 ms each time). When the edit leaves the VirtualService's
