@@ -29,6 +29,7 @@ from dataclasses import replace
 
 from envoy.service.discovery.v3 import discovery_pb2
 
+from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import SHORT_TYPE, Connection, WatchedResource
 from meshpilot.xds.metrics import Metrics
@@ -44,6 +45,7 @@ from meshpilot.xds.resources import (
 )
 from meshpilot.xds.sotw import record_decision
 from meshpilot.xds.vhds import follows_route_answer, vhds_scope
+from meshpilot.xds.warmed import keep_warmed, warmed
 
 __all__ = [
     "Versions",
@@ -51,6 +53,7 @@ __all__ = [
     "on_delta_request",
     "plain_delta_ack",
     "push_delta_responses",
+    "warm_delta_push",
 ]
 
 
@@ -161,8 +164,31 @@ def push_delta_responses(conn: Connection, req: PushRequest, metrics: Metrics) -
     out: list[bytes] = []
     for type_url, names in push_plan(conn.push, req, conn.proxy, conn.watched, eds_names):
         if names is None or names:
-            out += _respond(conn, type_url, req.push, metrics, always=False, only=names)
+            out += _respond(conn, type_url, req.push, metrics, always=False, only=names, ahead=True)
     return out
+
+
+def warm_delta_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
+    """Work out into the push's caches what `push_delta_responses` will for this stream
+    (its resources, and the step from its state when that is shared), without touching
+    the stream: done while the push waits out its debounce (xds/speculation.py), it leaves
+    the stream only its response to assemble. `proxy`: the one the stream will push with."""
+    assert req.push is not None
+    push = req.push
+    eds = conn.watched.get(TypeUrl.ENDPOINT)
+    eds_names = None if eds is None or eds.wildcard else eds.names
+    for type_url, only in push_plan(conn.push, req, proxy, conn.watched, eds_names):
+        watched = conn.watched.get(type_url)
+        if watched is None or (only is not None and not only):
+            continue
+        wanted = requested_names(watched) if only is None else only
+        if type_url == TypeUrl.VIRTUAL_HOST:
+            wanted, watched = vhds_scope(conn, watched, only)
+        resources = generate_resources(push, proxy, type_url, wanted)
+        keep_warmed(push, id(conn), type_url, proxy, wanted, resources)
+        known = conn.known.get(type_url, _NOTHING)
+        if isinstance(known, Versions):
+            _step(push, type_url, known, resources, watched, only)
 
 
 def _respond(
@@ -172,9 +198,11 @@ def _respond(
     metrics: Metrics,
     always: bool,
     only: frozenset[str] | None = None,
+    ahead: bool = False,
 ) -> list[bytes]:
     """The response for one type (limited to the names `only`, when given), or nothing when
-    nothing changed (and none is owed)."""
+    nothing changed (and none is owed). `ahead`: a push, whose resources may have been
+    generated while it was debounced (xds/warmed.py)."""
     watched = conn.watched.get(type_url)
     if watched is None:
         return []
@@ -183,7 +211,9 @@ def _respond(
     wanted = requested_names(watched) if only is None else only
     if type_url == TypeUrl.VIRTUAL_HOST:
         wanted, watched = vhds_scope(conn, watched, only)  # route configs' virtual hosts
-    resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
+    resources = warmed(push, id(conn), type_url, conn.proxy, wanted) if ahead else None
+    if resources is None:
+        resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
     known = conn.known.get(type_url, _NOTHING)
     if isinstance(known, Versions):
         changed, removed, after = _step(push, type_url, known, resources, watched, only)

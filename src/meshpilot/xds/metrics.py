@@ -163,6 +163,12 @@ class Metrics:
             "Events from the config sources (files), by kind and event.",
             ("type", "event"),
         )
+        self.speculations = Counter(
+            "meshpilot_push_speculations",
+            "Pushes made ready while their change was debounced, by what became of them "
+            "(adopted by the push, or dropped for a newer change).",
+            ("result",),
+        )
         self.config_errors = Gauge(
             "meshpilot_config_errors", "Input objects and files with errors in the latest read."
         )
@@ -171,7 +177,7 @@ class Metrics:
         return (
             self.xds_clients, self.pushes, self.push_time, self.convergence, self.rejects,
             self.expired_nonce, self.push_triggers, self.debounce_time, self.push_context_init,
-            self.config_events, self.config_errors,
+            self.config_events, self.speculations, self.config_errors,
         )  # fmt: skip
 
     def render(self) -> str:

@@ -72,6 +72,7 @@ from meshpilot.xds.push_request import (
 )
 from meshpilot.xds.push_timeline import PushTimeline, PushTimelines
 from meshpilot.xds.resources import load_generators, prebuild_known
+from meshpilot.xds.speculation import Built, Speculation
 from meshpilot.xds.stream_loop import StreamLoop
 
 __all__ = ["DiscoveryServer", "serialize_response"]
@@ -111,6 +112,15 @@ class DiscoveryServer:
         self.budget = SendBudget(SEND_BUDGET)
         self.timelines = PushTimelines()
         self.loop = StreamLoop(self.budget, self.metrics, self.timelines)
+        self.speculation = Speculation(
+            store,
+            self.debouncer,
+            self.queue,
+            self.connections,
+            lambda: self._push_context,
+            self._build,
+            self.metrics,
+        )
 
     @property
     def push_context(self) -> PushContext:
@@ -152,6 +162,7 @@ class DiscoveryServer:
             conn.events.put_nowait(None)
         if self._grpc is not None:
             await self._grpc.stop(grace)
+        self.speculation.cancel()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -172,15 +183,15 @@ class DiscoveryServer:
         if keys:
             quiet = min(self.settings.debounce_after, self.settings.debounce_after_write)
             self.debouncer.enqueue(request_for_change(keys), quiet if event.whole_writes else None)
+            self.speculation.changed()
 
-    async def _push(self, req: PushRequest) -> None:
-        """Build the next PushContext and queue every connection for it."""
-        snapshot = self.store.snapshot()
+    async def _build(self, snapshot: StoreSnapshot, forced: bool) -> Built:
+        """The PushContext of `snapshot`, made from the current one (only the indexes whose
+        kinds changed), with the route configs the change cannot alter carried over."""
         self._counter += 1
-        debounced = time.monotonic()
         started = time.perf_counter()
         prev, built_from = self._push_context, self._built_from
-        changed = None if prev is None or req.forced else changed_keys(built_from, snapshot)
+        changed = None if prev is None or forced else changed_keys(built_from, snapshot)
         build = functools.partial(
             build_push_context,
             list(snapshot.objects.values()),
@@ -200,16 +211,30 @@ class DiscoveryServer:
         else:
             push = await asyncio.to_thread(build)
         self._last_build_s = time.perf_counter() - started
-        self._built_from = snapshot
         # Out of the collector's sight at once (O(1), no collection): else its objects are
         # walked by every full collection that the fan-out's allocations set off (B3: 0.4 s
         # of an endpoint push at 1000 proxies). The collection itself comes after the push.
         gc.freeze()
         if prev is not None:
             carry_over(prev, push, changed)  # route configs the change cannot alter
-        self.metrics.push_context_init.observe(time.perf_counter() - started)
+        return Built(snapshot, prev, push, time.perf_counter() - started)
+
+    async def _push(self, req: PushRequest) -> None:
+        """Build the next PushContext (or adopt the one made while the change was debounced:
+        xds/speculation.py) and queue every connection for it."""
+        debounced = time.monotonic()
+        taken = await self.speculation.take(req)
+        if taken is None:
+            built = await self._build(self.store.snapshot(), req.forced)
+            old = built.prev
+            req = classify_endpoint_push(req, old, built.push) if old else req
+        else:
+            built, req = taken
+        push = built.push
+        self._built_from = built.snapshot
+        self.metrics.push_context_init.observe(built.build_s)
         old, self._push_context = self._push_context, push
-        req = classify_endpoint_push(req, old, push) if old else replace(req, push=push, full=True)
+        req = replace(req, push=push) if old else replace(req, push=push, full=True)
         self.metrics.debounce_time.observe(time.monotonic() - req.start)
         for reason in sorted(req.reasons):
             self.metrics.push_triggers.inc(reason)

@@ -17,6 +17,7 @@ from collections.abc import Collection
 
 from envoy.service.discovery.v3 import discovery_pb2
 
+from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import SHORT_TYPE, Connection, Subscription, request_names
 from meshpilot.xds.metrics import Metrics
@@ -31,8 +32,9 @@ from meshpilot.xds.resources import (
     requested_names,
     sotw_response,
 )
+from meshpilot.xds.warmed import keep_warmed, warmed
 
-__all__ = ["CONTROL_PLANE", "on_request", "push_responses", "record_decision"]
+__all__ = ["CONTROL_PLANE", "on_request", "push_responses", "record_decision", "warm_sotw_push"]
 
 
 def record_decision(type_url: str, action: Action, metrics: Metrics) -> None:
@@ -70,8 +72,21 @@ def push_responses(conn: Connection, req: PushRequest, metrics: Metrics) -> list
     eds_names = None if eds is None or eds.wildcard else eds.names
     for type_url, names in push_plan(conn.push, req, conn.proxy, conn.watched, eds_names):
         if names is None or names:
-            out.append(respond(conn, type_url, req.push, metrics, names))
+            out.append(respond(conn, type_url, req.push, metrics, names, ahead=True))
     return out
+
+
+def warm_sotw_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
+    """Generate into the push's caches the resources `push_responses` will send this stream,
+    without touching it (xds/speculation.py). `proxy`: the one the stream will push with."""
+    assert req.push is not None
+    eds = conn.watched.get(TypeUrl.ENDPOINT)
+    eds_names = None if eds is None or eds.wildcard else eds.names
+    for type_url, names in push_plan(conn.push, req, proxy, conn.watched, eds_names):
+        if names is None or names:
+            wanted = requested_names(conn.watched[type_url]) if names is None else names
+            resources = generate_resources(req.push, proxy, type_url, wanted)
+            keep_warmed(req.push, id(conn), type_url, proxy, wanted, resources)
 
 
 def respond(
@@ -81,12 +96,16 @@ def respond(
     metrics: Metrics,
     names: Collection[str] | None = None,
     last_nonce: str | None = None,
+    ahead: bool = False,
 ) -> bytes:
-    """A response with the watched resources of a type (or only `names` of them)."""
+    """A response with the watched resources of a type (or only `names` of them). `ahead`:
+    a push, whose resources may have been generated while it was debounced."""
     started = time.perf_counter()
     watched = conn.watched[type_url]
     wanted = requested_names(watched) if names is None else names
-    resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
+    resources = warmed(push, id(conn), type_url, conn.proxy, wanted) if ahead else None
+    if resources is None:
+        resources = generate_resources(push, conn.proxy, type_url, wanted, conn.dependents)
     last = watched.nonce_sent if last_nonce is None else last_nonce
     nonce, response = _assemble(push, type_url, resources, last)
     conn.record_sent(type_url, push.version, nonce)

@@ -21,6 +21,7 @@ from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2
 
+from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds import grpc_service
 from meshpilot.xds.connection import Connection, PushEvent, Subscription
@@ -38,7 +39,7 @@ from meshpilot.xds.push_timeline import PushTimelines
 from meshpilot.xds.resources import prewarm_step
 from meshpilot.xds.sotw import on_request, push_responses
 
-__all__ = ["StreamLoop"]
+__all__ = ["StreamLoop", "stream_proxy"]
 
 _SOTW_PARSE = discovery_pb2.DiscoveryResponse.FromString
 _DELTA_PARSE = discovery_pb2.DeltaDiscoveryResponse.FromString
@@ -127,8 +128,7 @@ class StreamLoop:
 
     def _push(self, conn: Connection, req: PushRequest) -> list[Any]:
         assert req.push is not None
-        if req.full_for(conn.proxy) and not _same_proxy(conn, req.push):
-            conn.proxy = proxy_for(req.push, conn.node)  # (else the Proxy would be equal)
+        conn.proxy = stream_proxy(conn, req)
         # conn.push is still the previous push: relevance compares the two.
         push_fn = push_delta_responses if conn.delta else push_responses
         responses: list[Any] = push_fn(conn, req, self.metrics)
@@ -165,6 +165,15 @@ class StreamLoop:
         timeline = self.timelines.get(watched.version_sent)
         if timeline is not None and not req.HasField("error_detail"):
             timeline.record_ack()
+
+
+def stream_proxy(conn: Connection, req: PushRequest) -> Proxy:
+    """The Proxy a stream pushes `req` with: its own, unless the push is full for it and
+    would make another (its pod changed)."""
+    assert req.push is not None
+    if req.full_for(conn.proxy) and not _same_proxy(conn, req.push):
+        return proxy_for(req.push, conn.node)
+    return conn.proxy
 
 
 def _same_proxy(conn: Connection, push: PushContext) -> bool:

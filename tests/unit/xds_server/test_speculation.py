@@ -1,0 +1,141 @@
+"""The push made ready while its change is debounced (xds/speculation.py), over real gRPC:
+adopted when nothing came meanwhile, dropped when a newer change did, and either way the
+proxies get what a build from the files as they are would give them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from envoy.config.route.v3 import route_pb2
+from envoy.service.discovery.v3 import discovery_pb2
+
+from meshpilot.config.loader import load_paths
+from meshpilot.model.push_context import build_push_context
+from meshpilot.settings import Settings
+from meshpilot.xds.protos import TypeUrl
+from meshpilot.xds.resources import generate_resources
+from tests.conftest import proxy_for
+from tests.unit.xds_server.test_server import APP, Harness, Stream
+
+VS = """---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: web, namespace: default}}
+spec:
+  hosts: [web]
+  http:
+  - timeout: {timeout}
+    route:
+    - destination: {{host: web}}
+"""
+ROUTE = "8080"
+
+
+def run(tmp: Path, scenario: Callable[[Harness], Awaitable[None]]) -> None:
+    async def main() -> None:
+        harness = Harness(tmp)
+        # A debounce long enough for the speculation to be ready before it ends.
+        harness.server.debouncer.after = 0.3
+        harness.server.settings = Settings(debounce_after=0.3, debounce_max=2)
+        async with harness:
+            await scenario(harness)
+
+    asyncio.run(asyncio.wait_for(main(), timeout=30))
+
+
+async def _sotw_routes(h: Harness) -> Stream:
+    s = h.stream()
+    s.send(discovery_pb2.DiscoveryRequest(type_url=TypeUrl.ROUTE, resource_names=[ROUTE]))
+    got = await s.recv()
+    s.send(
+        discovery_pb2.DiscoveryRequest(
+            type_url=TypeUrl.ROUTE,
+            resource_names=[ROUTE],
+            version_info=got.version_info,
+            response_nonce=got.nonce,
+        )
+    )
+    return s
+
+
+async def _delta_routes(h: Harness) -> Stream:
+    s = h.stream(delta=True)
+    s.send(
+        discovery_pb2.DeltaDiscoveryRequest(
+            type_url=TypeUrl.ROUTE, resource_names_subscribe=[ROUTE]
+        )
+    )
+    got = await s.recv()
+    s.send(discovery_pb2.DeltaDiscoveryRequest(type_url=TypeUrl.ROUTE, response_nonce=got.nonce))
+    return s
+
+
+async def _pushed_route(s: Stream, delta: bool) -> bytes:
+    """The route config of the next RDS response on the stream (other types skipped)."""
+    while True:
+        got = await s.recv()
+        if got.type_url == TypeUrl.ROUTE:
+            resources = [r.resource for r in got.resources] if delta else list(got.resources)
+            assert len(resources) == 1
+            return bytes(resources[0].value)
+
+
+def _cold_route(tmp: Path) -> bytes:
+    """The route config a build from the files as they are now gives the client."""
+    loaded = load_paths([tmp])
+    push = build_push_context(loaded.objects, loaded.mesh)
+    resources = generate_resources(push, proxy_for(push, "client.default"), TypeUrl.ROUTE, [ROUTE])
+    return resources[0].body
+
+
+def _timeout_s(route_config: bytes) -> int:
+    config = route_pb2.RouteConfiguration.FromString(route_config)
+    vhost = next(v for v in config.virtual_hosts if "web" in v.name)
+    return vhost.routes[0].route.timeout.seconds
+
+
+async def _wait_warmed(h: Harness, streams: int) -> None:
+    for _ in range(100):
+        if h.server.speculation.warmed >= streams:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("no speculation made within the debounce window")
+
+
+def test_an_unchanged_store_adopts_the_speculation(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        sotw, delta = await _sotw_routes(h), await _delta_routes(h)
+        h.edit(APP + VS.format(timeout="7s"))
+        await _wait_warmed(h, 2)
+        assert h.server.push_history[-1].configs_updated == frozenset()  # not pushed yet
+        got = [await _pushed_route(sotw, False), await _pushed_route(delta, True)]
+        spec = h.server.speculation
+        assert (spec.adopted, spec.dropped, spec.warmed) == (1, 0, 2)
+        assert 'meshpilot_push_speculations{result="adopted"} 1' in h.server.metrics.render()
+        assert got == [_cold_route(tmp_path)] * 2
+        assert _timeout_s(got[0]) == 7
+        sotw.close()
+        delta.close()
+
+    run(tmp_path, scenario)
+
+
+def test_a_newer_change_drops_the_speculation(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        sotw, delta = await _sotw_routes(h), await _delta_routes(h)
+        h.edit(APP + VS.format(timeout="7s"))
+        await _wait_warmed(h, 2)
+        h.edit(APP + VS.format(timeout="9s"))  # within the debounce window
+        got = [await _pushed_route(sotw, False), await _pushed_route(delta, True)]
+        spec = h.server.speculation
+        # The first speculation is dropped; the second, made for both changes, adopted.
+        assert (spec.adopted, spec.dropped) == (1, 1)
+        assert got == [_cold_route(tmp_path)] * 2
+        assert _timeout_s(got[1]) == 9
+        assert len([r for r in h.server.push_history if r.configs_updated]) == 1
+        sotw.close()
+        delta.close()
+
+    run(tmp_path, scenario)
