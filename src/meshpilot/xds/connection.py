@@ -62,8 +62,22 @@ class WatchedResource:
     sent_at: float | None = None  # time.time() of the last response
     acked_at: float | None = None
 
+    # These two are written out field by field: twice per stream and push, and
+    # dataclasses.replace costs twice as much (B3: 1000 streams).
     def sent(self, version: str, nonce: str) -> WatchedResource:
-        return replace(self, version_sent=version, nonce_sent=nonce, sent_at=time.time())
+        return WatchedResource(
+            self.type_url, self.names, self.wildcard, nonce, version, self.nonce_acked,
+            self.version_acked, self.nonce_nacked, self.last_error, self.always_respond,
+            time.time(), self.acked_at,
+        )  # fmt: skip
+
+    def acked(self) -> WatchedResource:
+        """The last response ACKed (its version: the one sent), the last error cleared."""
+        return WatchedResource(
+            self.type_url, self.names, self.wildcard, self.nonce_sent, self.version_sent,
+            self.nonce_sent, self.version_sent, self.nonce_nacked, "", self.always_respond,
+            self.sent_at, time.time(),
+        )  # fmt: skip
 
     @property
     def status(self) -> str:

@@ -25,7 +25,6 @@ import logging
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 from envoy.service.discovery.v3 import discovery_pb2
 
@@ -94,13 +93,7 @@ def accept_delta_request(
     watched = conn.watch(type_url)
     if plain_delta_ack(watched, request):
         assert watched is not None
-        conn.watched[type_url] = replace(
-            watched,
-            nonce_acked=request.response_nonce,
-            version_acked=watched.version_sent,
-            last_error="",
-            acked_at=time.time(),
-        )
+        conn.watched[type_url] = watched.acked()  # (its nonce is the one sent: a plain ACK)
         conn.in_flight.pop(type_url, None)  # (only a NACK of it needs what was sent)
         return None
     decision = should_respond_delta(watched, request)

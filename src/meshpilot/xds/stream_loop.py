@@ -74,6 +74,10 @@ class StreamLoop:
                 reserve = await budget.turn() if wire and event.request.full else 0
                 try:
                     responses = self._push(conn, event.request)
+                    if all(map(_small, responses)):
+                        # Built, and small: nothing left worth throttling (the next stream's
+                        # push may go), as EDS-only pushes are never held back.
+                        event.finish()
                     timeline = self.timelines.get(conn.push.version)
                     if timeline is not None:
                         timeline.record_handed()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import pytest
@@ -253,3 +253,33 @@ def test_delta_ack_copies_the_version_sent() -> None:
     assert decision.watched is not None
     assert (decision.watched.nonce_acked, decision.watched.version_acked) == ("n1", "v1")
     assert decision.watched.wildcard
+
+
+def _every_field_set() -> WatchedResource:
+    values: dict[str, object] = {}
+    for f in fields(WatchedResource):
+        if f.type in ("bool",):
+            values[f.name] = True
+        elif "float" in str(f.type):
+            values[f.name] = 1.0
+        elif "frozenset" in str(f.type):
+            values[f.name] = frozenset({f.name})
+        else:
+            values[f.name] = f"the {f.name}"
+    return WatchedResource(**values)  # type: ignore[arg-type]
+
+
+def test_sent_and_acked_keep_every_other_field() -> None:
+    """Written out field by field for speed: a field added later must not be dropped."""
+    w = _every_field_set()
+    sent = w.sent("v2", "n2")
+    assert sent == replace(w, version_sent="v2", nonce_sent="n2", sent_at=sent.sent_at)
+    assert sent.sent_at != w.sent_at
+    acked = w.acked()
+    assert acked == replace(
+        w,
+        nonce_acked=w.nonce_sent,
+        version_acked=w.version_sent,
+        last_error="",
+        acked_at=acked.acked_at,
+    )
