@@ -47,6 +47,13 @@ class Debouncer:
     def pending(self) -> PushRequest | None:
         return self._pending
 
+    def due(self) -> bool:
+        """Is the pending burst due to be pushed (its push merely waits for a turn of the
+        event loop)?"""
+        if self._pending is None:
+            return False
+        return self._clock() >= min(self._last + self._quiet, self._first + self.max_delay)
+
     def enqueue(self, req: PushRequest, quiet: float | None = None) -> None:
         """Add a request; never blocks (called from change handlers). `quiet`: this
         request's own quiet window instead of `after`."""

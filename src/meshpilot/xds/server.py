@@ -4,6 +4,9 @@
     kinds changed) ──► PushQueue ──► dispatcher (at most `push_concurrency` full pushes in
     flight) ──► each stream's task (relevance: only the affected types) ──► Envoy
 
+While the debouncer waits, the build and every stream's resources are made ahead and the
+push adopts them if nothing changed meanwhile (xds/speculation.py).
+
 Each stream has one task that handles its requests and its pushes in order (Istio's model,
 xds/stream_loop.py), so per-connection state needs no locks. Every push records when each of
 its stages ended (xds/push_timeline.py) and logs that once its ACKs had a moment to come in

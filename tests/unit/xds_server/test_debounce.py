@@ -156,3 +156,20 @@ def test_a_request_with_its_own_quiet_window_is_pushed_after_it() -> None:
         assert pushes.pushes[1][1].configs_updated == {vs("a"), vs("b")}
 
     run(scenario)
+
+
+def test_due_once_the_quiet_window_or_the_max_delay_has_passed() -> None:
+    now = [0.0]
+    debouncer = Debouncer(Recorder(), after=0.1, max_delay=0.25, clock=lambda: now[0])
+    assert not debouncer.due()  # nothing pending
+    debouncer.enqueue(request_for_change(frozenset({vs("a")})))
+    now[0] = 0.09
+    assert not debouncer.due()
+    debouncer.enqueue(request_for_change(frozenset({vs("b")})))  # the window starts again
+    now[0] = 0.15
+    assert not debouncer.due()
+    now[0] = 0.19
+    assert debouncer.due()
+    debouncer.enqueue(request_for_change(frozenset({vs("c")})))
+    now[0] = 0.25  # 0.06 of quiet only, but the burst began 0.25 ago
+    assert debouncer.due()
