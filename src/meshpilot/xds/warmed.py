@@ -3,7 +3,9 @@
 Kept in the push's memo by stream and type, with what they were generated from (a push's
 resources of a type depend on nothing else): the very Proxy and the names asked for. The
 stream's push takes them only for that Proxy (its pod changed: a new one) and the same
-names (a request since may have changed them); else it generates as usual.
+names (a request since may have changed them); else it generates as usual. Taken once: an
+entry leaves the memo when its stream's push asks for it (a CDS list is 4000 references),
+so they are held only between the warm-up and the push.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def warmed(
     memo = push.memo.get(_MEMO_KEY)
     if not isinstance(memo, dict):
         return None
-    found: _Entry | None = memo.get((stream, type_url))
+    found: _Entry | None = memo.pop((stream, type_url), None)
     if found is None or found[0] is not proxy or not (found[1] is names or found[1] == names):
         return None
     return found[2]

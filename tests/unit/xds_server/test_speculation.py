@@ -16,20 +16,11 @@ from meshpilot.model.push_context import build_push_context
 from meshpilot.settings import Settings
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.resources import generate_resources
+from meshpilot.xds.warmed import keep_warmed, warmed
 from tests.conftest import proxy_for
+from tests.unit.xds_server.test_push_scope import VS  # a VirtualService with {timeout}
 from tests.unit.xds_server.test_server import APP, Harness, Stream
 
-VS = """---
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {{name: web, namespace: default}}
-spec:
-  hosts: [web]
-  http:
-  - timeout: {timeout}
-    route:
-    - destination: {{host: web}}
-"""
 ROUTE = "8080"
 
 
@@ -93,7 +84,7 @@ def _cold_route(tmp: Path) -> bytes:
 def _timeout_s(route_config: bytes) -> int:
     config = route_pb2.RouteConfiguration.FromString(route_config)
     vhost = next(v for v in config.virtual_hosts if "web" in v.name)
-    return vhost.routes[0].route.timeout.seconds
+    return int(vhost.routes[0].route.timeout.seconds)
 
 
 async def _wait_warmed(h: Harness, streams: int) -> None:
@@ -139,3 +130,18 @@ def test_a_newer_change_drops_the_speculation(tmp_path: Path) -> None:
         delta.close()
 
     run(tmp_path, scenario)
+
+
+def test_warmed_resources_are_taken_once_and_only_for_what_they_were_made_for(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "app.yaml").write_text(APP)
+    loaded = load_paths([tmp_path])
+    push = build_push_context(loaded.objects, loaded.mesh)
+    proxy, other = proxy_for(push, "client.default"), proxy_for(push, "client.default")
+    made = generate_resources(push, proxy, TypeUrl.ROUTE, [ROUTE])
+    for asked in ((other, [ROUTE]), (proxy, ["9090"]), (proxy, [ROUTE]), (proxy, [ROUTE])):
+        keep_warmed(push, 7, TypeUrl.ROUTE, proxy, [ROUTE], made)
+        got = warmed(push, 7, TypeUrl.ROUTE, *asked)
+        assert got is (made if asked[0] is proxy and asked[1] == [ROUTE] else None)
+    assert warmed(push, 7, TypeUrl.ROUTE, proxy, [ROUTE]) is None  # taken already
