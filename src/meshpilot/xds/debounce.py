@@ -47,6 +47,10 @@ class Debouncer:
     def pending(self) -> PushRequest | None:
         return self._pending
 
+    def quiet(self) -> float:
+        """Seconds since the latest request came."""
+        return self._clock() - self._last
+
     def due(self) -> bool:
         """Is the pending burst due to be pushed (its push merely waits for a turn of the
         event loop)?"""

@@ -11,9 +11,10 @@ When the debounce lets the change go and the store is still the one the speculat
 built from (no change came meanwhile: the very same pending request), the push adopts it:
 the PushContext a build would make at that moment, caches warm. Anything else drops it and
 the push builds as it always did: a speculation never decides what is pushed, only how
-early the work is done. A dropped speculation doubles the wait before the next one is
-started (endpoint churn every few milliseconds must not build a PushContext per event);
-an adopted one resets it.
+early the work is done. A speculation starts once the pending burst has been quiet for a
+wait that starts at zero and doubles with each speculation dropped (up to 100 ms, the
+debounce window itself): endpoint churn every few milliseconds gets a handful of
+speculations, not one per event. Each push starts the next burst's wait afresh.
 """
 
 from __future__ import annotations
@@ -104,8 +105,11 @@ class Speculation:
         self._task = loop.create_task(self._run())
 
     def cancel(self) -> None:
+        """Stop (the server stops): the task, and a build it has under way."""
         if self._task is not None:
             self._task.cancel()
+        if self._building is not None:
+            self._building[1].cancel()
 
     async def take(self, req: PushRequest) -> tuple[Built, PushRequest] | None:
         """For the push of `req`: the speculation made for it, and the request classified,
@@ -114,6 +118,7 @@ class Speculation:
         sooner than a new one would (and two builds never run at once)."""
         self._stop_warming = True
         ready, self._ready = self._ready, None
+        self.delay = 0.0  # a push ends the burst: the next one starts afresh
         if self._building is not None:
             made_for, building = self._building
             try:
@@ -122,7 +127,7 @@ class Speculation:
                 built = None
             if built is not None and made_for is req:
                 if ready is not None:
-                    self._drop()  # made for an older request
+                    self._count_drop()  # made for an older request
                 ready = _Ready(built, req, _classified(req, built))
         if ready is None:
             return None
@@ -133,21 +138,30 @@ class Speculation:
         ):
             self.adopted += 1
             self._counted.inc("adopted")
-            self.delay = 0.0
             return ready.built, ready.classified
-        self._drop()
+        self._count_drop()
         return None
 
-    def _drop(self) -> None:
+    def _count_drop(self) -> None:
         self.dropped += 1
         self._counted.inc("dropped")
+
+    def _drop(self) -> None:
+        """Count a speculation dropped within a burst, and wait longer for the next."""
+        self._count_drop()
         self.delay = min(max(self.delay * 2, SLICE_S), MAX_DELAY_S)
 
     async def _run(self) -> None:
+        """Speculate once the pending burst has been quiet for `delay`; a change meanwhile
+        starts the wait again (changes every few ms never get a speculation each)."""
         self._again = True
         while self._again:
             self._again = False
-            await asyncio.sleep(self.delay)
+            wait = self.delay - self._debouncer.quiet()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                if self._again:
+                    continue
             await self._speculate()
 
     async def _speculate(self) -> None:

@@ -145,3 +145,24 @@ def test_warmed_resources_are_taken_once_and_only_for_what_they_were_made_for(
         got = warmed(push, 7, TypeUrl.ROUTE, *asked)
         assert got is (made if asked[0] is proxy and asked[1] == [ROUTE] else None)
     assert warmed(push, 7, TypeUrl.ROUTE, proxy, [ROUTE]) is None  # taken already
+
+
+def test_a_burst_of_changes_gets_a_few_speculations_not_one_each(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        sotw = await _sotw_routes(h)
+        for seconds in range(1, 31):  # a change every 10 ms, within one debounce window
+            h.edit(APP + VS.format(timeout=f"{seconds}s"))
+            await asyncio.sleep(0.01)
+        got = await _pushed_route(sotw, False)
+        while _timeout_s(got) != 30:  # (a stalled machine may push part of the burst first)
+            got = await _pushed_route(sotw, False)
+        assert got == _cold_route(tmp_path)
+        spec = h.server.speculation
+        events = h.server.debouncer.events
+        pushes = len([r for r in h.server.push_history if r.configs_updated])
+        assert events >= 10  # (the store saw most of the writes)
+        # Each drop doubles the quiet wait: past 10 ms, the burst's changes get none.
+        assert spec.adopted >= 1 and spec.dropped <= 7 * pushes, (events, pushes, spec.dropped)
+        sotw.close()
+
+    run(tmp_path, scenario)
