@@ -64,6 +64,10 @@ _API_VERSIONS: dict[Kind, tuple[str, ...]] = {
 }
 
 CLUSTER_SCOPED: frozenset[Kind] = frozenset({Kind.NAMESPACE, Kind.MESH_CONFIG})
+# Kinds whose changes can be served by EDS alone (Istio: endpoint events, not config events).
+ENDPOINT_KINDS: frozenset[Kind] = frozenset(
+    {Kind.POD, Kind.ENDPOINTS, Kind.ENDPOINT_SLICE, Kind.WORKLOAD_ENTRY}
+)
 
 
 def accepted_api_versions(kind: Kind) -> tuple[str, ...]:

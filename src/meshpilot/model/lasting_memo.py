@@ -4,7 +4,9 @@
 rebuilt every virtual host of the changed port for every proxy class. A LastingMemo is handed
 from a push to the next one (build_push_context with `prev`). It holds two generations: what
 this push stored or used, and what the previous push did. An entry not used by a push is
-gone after the next one, so memory stays bounded by what two pushes need.
+gone after the next one, so memory stays bounded by what two pushes need. A push after a
+change of endpoints alone keeps the very memo of the push before it (model/push_context.py
+`_lasting`): it builds none of what the memo holds, and is not counted as a generation.
 
 The memo never decides whether an entry is still right: whoever stores an entry keys it
 on, or checks it against, everything it was made from (by object identity: the store keeps

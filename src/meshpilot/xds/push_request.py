@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.kinds import Kind
+from meshpilot.config.kinds import ENDPOINT_KINDS, Kind
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.relevance import affected_types, named_hosts, sees_hosts
@@ -33,11 +33,6 @@ __all__ = [
     "request_for_change",
     "trigger_reasons",
 ]
-
-# Kinds whose changes can be served by EDS alone (Istio: endpoint events, not config events).
-ENDPOINT_KINDS: frozenset[Kind] = frozenset(
-    {Kind.POD, Kind.ENDPOINTS, Kind.ENDPOINT_SLICE, Kind.WORKLOAD_ENTRY}
-)
 
 # Istio's push trigger names (pilot_push_triggers{type=...}) by kind; others are "config".
 _REASON_BY_KIND: Mapping[Kind, str] = {

@@ -26,8 +26,8 @@ push the few new objects are only frozen, and automatic collection is off while 
 goes out (on again once the push queue is idle, or at the next full push). Dropping an old
 push frees it by reference counting even while frozen, because pushes hold no reference
 cycles (measured on bookinfo and the golden inputs: the frozen count stays flat push after
-push), so `gc.unfreeze()` is not called per push. As a guard against cycles creeping in,
-the frozen set is thawed and collected once it has doubled since the last thaw.
+push), so `gc.unfreeze()` is not called per push; a guard against cycles creeping in thaws
+and collects it now and then (meshpilot/heap.py `FrozenSet`).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from typing import Any
 
 import grpc
 
-from meshpilot.heap import settle_long_lived_objects
+from meshpilot.heap import FrozenSet
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.settings import Settings
@@ -107,7 +107,7 @@ class DiscoveryServer:
         self._counter = 0
         self._grpc: grpc.aio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self._thawed_at = 0
+        self.frozen = FrozenSet()  # meshpilot/heap.py: settled after each push
         self._gc_paused = False  # automatic collection off during an EDS-only fan-out
         self.port = 0
         # The requests of the pushes made so far, latest last (for debug and tests).
@@ -287,16 +287,7 @@ class DiscoveryServer:
             gc.enable()
 
     def _settle_heap(self, collect: bool = True) -> None:
-        if self._thawed_at and gc.get_freeze_count() > 2 * self._thawed_at:
-            gc.unfreeze()
-            self._thawed_at = 0
-            collect = True
-        if collect:
-            settle_long_lived_objects()
-        else:
-            gc.freeze()
-        if not self._thawed_at:
-            self._thawed_at = max(gc.get_freeze_count(), 1)
+        self.frozen.settle(collect, len(self.connections))
 
     async def _dispatch(self) -> None:
         """At most `push_concurrency` full pushes in flight (Istio's PILOT_PUSH_THROTTLE);

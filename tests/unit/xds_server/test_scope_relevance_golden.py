@@ -1,8 +1,9 @@
 """Scope relevance and route carry-over checked against the generators on every golden case:
 removing one VirtualService or DestinationRule either leaves a proxy's whole configuration
 byte for byte the same, or `sees_hosts` says the proxy sees it; and route configs carried
-over from the previous push, or edited from it after a VirtualService's routes alone changed
-(xds/route_edits.py), equal a cold build of the new one, whole and split for VHDS."""
+over from the previous push (after a VirtualService or an endpoint change), or edited from
+it after a VirtualService's routes alone changed (xds/route_edits.py), equal a cold build of
+the new one, whole and split for VHDS."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from meshpilot.config.kinds import Kind
+from meshpilot.config.kinds import ENDPOINT_KINDS, Kind
 from meshpilot.config.loader import load_paths
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.push_context import build_push_context
@@ -109,3 +110,43 @@ def test_route_edits_equal_a_cold_build(case: GoldenCase) -> None:
             cold_proxy = replace(proxy_for(cold, case.proxy, case.proxy_type), vhds=vhds)
             warm_routes = get(after, warm_proxy, names)
             assert warm_routes == get(cold, cold_proxy, names), (obj.key, vhds)
+
+
+def _relabeled(obj: ConfigObject[Any]) -> ConfigObject[Any]:
+    """The object with one more label (a Pod: its proxy's class may change)."""
+    meta = obj.model.metadata
+    labels = {**meta.labels, "rollout": "canary"}
+    model = obj.model.model_copy(update={"metadata": meta.model_copy(update={"labels": labels})})
+    return replace(obj, model=model)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_route_configs_carried_after_endpoint_changes_equal_a_cold_build(
+    case: GoldenCase,
+) -> None:
+    """Each Pod, Endpoints, EndpointSlice or WorkloadEntry removed, or relabeled: route
+    configs carried over (xds/cache.py) equal a cold build."""
+    loaded = load_paths(case.inputs)
+    objects = list(loaded.objects)
+    if case.proxy_type is not case.proxy_type.SIDECAR:
+        pytest.skip("only sidecar route configs carry over")
+    own = case.proxy.partition(".")
+    for obj in (o for o in objects if o.key.kind in ENDPOINT_KINDS):
+        if (obj.name, obj.namespace or "default") == (own[0], own[2] or "default"):
+            continue  # the proxy's own pod: its config is built for its new self anyway
+        for changed in (
+            [o for o in objects if o is not obj],
+            [_relabeled(o) if o is obj else o for o in objects],
+        ):
+            before = build_push_context(objects, loaded.mesh, 1)
+            proxy = proxy_for(before, case.proxy, case.proxy_type)
+            names = rds_names(generate_proxy_config(before, proxy).listeners)
+            _routes(before, proxy, names)  # fills the cache
+            after = build_push_context(changed, loaded.mesh, 2, None, before, {obj.key})
+            carried = carry_over(before, after, {obj.key})
+            if names and before.registry.services == after.registry.services:
+                assert carried == len(names), obj.key  # (else nothing would be checked)
+            cold = build_push_context(changed, loaded.mesh, 3)
+            warm_proxy = proxy_for(after, case.proxy, case.proxy_type)
+            cold_proxy = proxy_for(cold, case.proxy, case.proxy_type)
+            assert _routes(after, warm_proxy, names) == _routes(cold, cold_proxy, names), obj.key
