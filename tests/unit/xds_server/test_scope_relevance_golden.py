@@ -7,15 +7,16 @@ the new one, whole and split for VHDS."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
+from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import ENDPOINT_KINDS, Kind
 from meshpilot.config.loader import load_paths
 from meshpilot.config.objects import ConfigObject
-from meshpilot.model.push_context import build_push_context
+from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.model.relevance import named_hosts, sees_hosts
 from meshpilot.xds.cache import carry_over
 from meshpilot.xds.generate import generate_proxy_config
@@ -55,24 +56,53 @@ def _routes(push: Any, proxy: Any, names: set[str]) -> dict[str, bytes]:
     return {r.name: r.body for r in generate_resources(push, proxy, TypeUrl.ROUTE, names)}
 
 
+def _vhds_routes(push: Any, proxy: Any, names: set[str]) -> dict[str, bytes]:
+    heads = _routes(push, proxy, names)
+    hosts = generate_resources(push, proxy, TypeUrl.VIRTUAL_HOST, names)
+    return heads | {r.name: r.body for r in hosts}
+
+
+@dataclass(frozen=True)
+class _Carried:
+    before: PushContext
+    after: PushContext
+    carried: int  # route configs carry_over seeded the new push with
+    names: set[str]  # the proxy's route config names
+
+
+def _carry_and_compare(
+    case: GoldenCase,
+    objects: list[ConfigObject[Any]],
+    changed: list[ConfigObject[Any]],
+    key: ConfigKey,
+    vhds: bool = False,
+) -> _Carried:
+    """The proxy's route configs cached in a push of `objects`, then carried over (or
+    edited) into the push of `changed` (`key` changed), equal a cold build of `changed`,
+    whole or (`vhds`) split into virtual hosts."""
+    mesh = load_paths(case.inputs).mesh
+    get = _vhds_routes if vhds else _routes
+
+    def proxy_in(push: PushContext) -> Any:
+        return replace(proxy_for(push, case.proxy, case.proxy_type), vhds=vhds)
+
+    before = build_push_context(objects, mesh, 1)
+    names = rds_names(generate_proxy_config(before, proxy_in(before)).listeners)
+    get(before, proxy_in(before), names)  # fills the cache
+    after = build_push_context(changed, mesh, 2, None, before, {key})
+    carried = carry_over(before, after, {key})
+    cold = build_push_context(changed, mesh, 3)
+    assert get(after, proxy_in(after), names) == get(cold, proxy_in(cold), names), (key, vhds)
+    return _Carried(before, after, carried, names)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_carried_route_configs_equal_a_cold_build(case: GoldenCase) -> None:
-    loaded = load_paths(case.inputs)
-    objects = list(loaded.objects)
+    objects = list(load_paths(case.inputs).objects)
     if case.proxy_type is not case.proxy_type.SIDECAR:
         pytest.skip("only sidecar route configs carry over")
     for obj in (o for o in objects if o.key.kind is Kind.VIRTUAL_SERVICE):
-        before = build_push_context(objects, loaded.mesh, 1)
-        proxy = proxy_for(before, case.proxy, case.proxy_type)
-        names = rds_names(generate_proxy_config(before, proxy).listeners)
-        _routes(before, proxy, names)  # fills the cache
-        kept = [o for o in objects if o.key != obj.key]
-        after = build_push_context(kept, loaded.mesh, 2, None, before, {obj.key})
-        carry_over(before, after, {obj.key})
-        cold = build_push_context(kept, loaded.mesh, 3)
-        warm_proxy = proxy_for(after, case.proxy, case.proxy_type)
-        cold_proxy = proxy_for(cold, case.proxy, case.proxy_type)
-        assert _routes(after, warm_proxy, names) == _routes(cold, cold_proxy, names), obj.key
+        _carry_and_compare(case, objects, [o for o in objects if o.key != obj.key], obj.key)
 
 
 def _retimed(obj: ConfigObject[Any]) -> ConfigObject[Any]:
@@ -83,33 +113,15 @@ def _retimed(obj: ConfigObject[Any]) -> ConfigObject[Any]:
     return replace(obj, model=model)
 
 
-def _vhds_routes(push: Any, proxy: Any, names: set[str]) -> dict[str, bytes]:
-    heads = _routes(push, proxy, names)
-    hosts = generate_resources(push, proxy, TypeUrl.VIRTUAL_HOST, names)
-    return heads | {r.name: r.body for r in hosts}
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_route_edits_equal_a_cold_build(case: GoldenCase) -> None:
-    loaded = load_paths(case.inputs)
-    objects = list(loaded.objects)
+    objects = list(load_paths(case.inputs).objects)
     if case.proxy_type is not case.proxy_type.SIDECAR:
         pytest.skip("only sidecar route configs carry over")
     for obj in (o for o in objects if o.key.kind is Kind.VIRTUAL_SERVICE):
         edited = [_retimed(o) if o.key == obj.key else o for o in objects]
         for vhds in (False, True):
-            get = _vhds_routes if vhds else _routes
-            before = build_push_context(objects, loaded.mesh, 1)
-            proxy = replace(proxy_for(before, case.proxy, case.proxy_type), vhds=vhds)
-            names = rds_names(generate_proxy_config(before, proxy).listeners)
-            get(before, proxy, names)  # fills the cache
-            after = build_push_context(edited, loaded.mesh, 2, None, before, {obj.key})
-            carry_over(before, after, {obj.key})
-            cold = build_push_context(edited, loaded.mesh, 3)
-            warm_proxy = replace(proxy_for(after, case.proxy, case.proxy_type), vhds=vhds)
-            cold_proxy = replace(proxy_for(cold, case.proxy, case.proxy_type), vhds=vhds)
-            warm_routes = get(after, warm_proxy, names)
-            assert warm_routes == get(cold, cold_proxy, names), (obj.key, vhds)
+            _carry_and_compare(case, objects, edited, obj.key, vhds)
 
 
 def _relabeled(obj: ConfigObject[Any]) -> ConfigObject[Any]:
@@ -126,8 +138,7 @@ def test_route_configs_carried_after_endpoint_changes_equal_a_cold_build(
 ) -> None:
     """Each Pod, Endpoints, EndpointSlice or WorkloadEntry removed, or relabeled: route
     configs carried over (xds/cache.py) equal a cold build."""
-    loaded = load_paths(case.inputs)
-    objects = list(loaded.objects)
+    objects = list(load_paths(case.inputs).objects)
     if case.proxy_type is not case.proxy_type.SIDECAR:
         pytest.skip("only sidecar route configs carry over")
     own = case.proxy.partition(".")
@@ -138,15 +149,7 @@ def test_route_configs_carried_after_endpoint_changes_equal_a_cold_build(
             [o for o in objects if o is not obj],
             [_relabeled(o) if o is obj else o for o in objects],
         ):
-            before = build_push_context(objects, loaded.mesh, 1)
-            proxy = proxy_for(before, case.proxy, case.proxy_type)
-            names = rds_names(generate_proxy_config(before, proxy).listeners)
-            _routes(before, proxy, names)  # fills the cache
-            after = build_push_context(changed, loaded.mesh, 2, None, before, {obj.key})
-            carried = carry_over(before, after, {obj.key})
-            if names and before.registry.services == after.registry.services:
-                assert carried == len(names), obj.key  # (else nothing would be checked)
-            cold = build_push_context(changed, loaded.mesh, 3)
-            warm_proxy = proxy_for(after, case.proxy, case.proxy_type)
-            cold_proxy = proxy_for(cold, case.proxy, case.proxy_type)
-            assert _routes(after, warm_proxy, names) == _routes(cold, cold_proxy, names), obj.key
+            carried = _carry_and_compare(case, objects, changed, obj.key)
+            same_services = carried.before.registry.services == carried.after.registry.services
+            if carried.names and same_services:  # (else nothing would be checked)
+                assert carried.carried == len(carried.names), obj.key
