@@ -798,15 +798,18 @@ async def measure_bare(
         runs = []
         for _ in range(1 + BARE_RUNS):  # the first warms the connections up: not counted
             await worker.call("mark")
+            cpu0 = time.process_time()  # this process is the bare server's
             t0 = time.monotonic()
             bare.fan_out(plan)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(bare.all_acked.wait(), 600)
             server_seen = time.monotonic() - t0
+            server_cpu = time.process_time() - cpu0
             # every ACK is in (all_acked): clients the plan leaves out never get anything
             got = await worker.call("collect", quiet=0.3, timeout=600, everyone=False)
             stats = latency_stats(got["clients"], t0)
             stats["server_all_acked_s"] = server_seen
+            stats["server_cpu_s"] = server_cpu
             stats["clients_cpu_s"] = got["cpu_s"]
             runs.append(stats)
         measured = sorted(runs[1:], key=lambda r: float(r.get("max_s", 0.0)))

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from envoy.service.discovery.v3 import discovery_pb2
 
@@ -32,6 +32,7 @@ from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import SHORT_TYPE, Connection, WatchedResource
 from meshpilot.xds.metrics import Metrics
+from meshpilot.xds.prepared import PreparedPush, PreparedResponse, keep_prepared
 from meshpilot.xds.protocol import Action, should_respond_delta
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.push_request import PushRequest, push_plan
@@ -49,6 +50,7 @@ from meshpilot.xds.warmed import keep_warmed, warmed
 __all__ = [
     "Versions",
     "accept_delta_request",
+    "apply_prepared",
     "on_delta_request",
     "plain_delta_ack",
     "push_delta_responses",
@@ -162,26 +164,73 @@ def push_delta_responses(conn: Connection, req: PushRequest, metrics: Metrics) -
 
 
 def warm_delta_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
-    """Work out into the push's caches what `push_delta_responses` will for this stream
-    (its resources, and the step from its state when that is shared), without touching
-    the stream: done while the push waits out its debounce (xds/speculation.py), it leaves
-    the stream only its response to assemble. `proxy`: the one the stream will push with."""
+    """Work out what `push_delta_responses` will for this stream without touching it: done
+    while the push waits out its debounce (xds/speculation.py). Its whole outcome, responses
+    included, when the stream's state allows (xds/prepared.py); else its resources (and
+    the step from its state when that is shared), leaving it only its responses to
+    assemble. `proxy`: the one the stream will push with."""
     assert req.push is not None
     push = req.push
     eds = conn.watched.get(TypeUrl.ENDPOINT)
     eds_names = None if eds is None or eds.wildcard else eds.names
+    warm: list[tuple[str, Collection[str] | None, list[Resource]]] = []
+    knowns: list[tuple[str, object]] | None = []
+    responses: list[PreparedResponse] = []
     for type_url, only in push_plan(conn.push, req, proxy, conn.watched, eds_names):
+        started = time.perf_counter()
         watched = conn.watched.get(type_url)
         if watched is None or (only is not None and not only):
             continue
+        last_nonce = watched.nonce_sent
         wanted = requested_names(watched) if only is None else only
         if type_url == TypeUrl.VIRTUAL_HOST:
             wanted, watched = vhds_scope(conn, watched, only)
         resources = generate_resources(push, proxy, type_url, wanted)
-        keep_warmed(push, id(conn), type_url, proxy, wanted, resources)
+        warm.append((type_url, wanted, resources))
         known = conn.known.get(type_url, _NOTHING)
-        if isinstance(known, Versions):
-            _step(push, type_url, known, resources, watched, only)
+        if not isinstance(known, Versions) or knowns is None:
+            knowns = None  # its own versions: not prepared
+            continue
+        knowns.append((type_url, conn.known.get(type_url)))
+        changed, removed, after = _step(push, type_url, known, resources, watched, only)
+        if not (changed or removed):
+            continue
+        if type_url == TypeUrl.CLUSTER:
+            knowns = None  # re-created clusters: the EDS step depends on this one's
+            continue
+        nonce, response = delta_response(push, type_url, changed, removed, last_nonce)
+        build_s = time.perf_counter() - started
+        responses.append(
+            PreparedResponse(type_url, after, changed, removed, nonce, response, build_s)
+        )
+    if knowns is not None:
+        watching = tuple(conn.watched.values())
+        prepared = PreparedPush(
+            conn.push, conn.proxy, proxy, watching, tuple(knowns), tuple(responses)
+        )
+        keep_prepared(push, id(conn), prepared)
+        return
+    for type_url, wanted, resources in warm:
+        keep_warmed(push, id(conn), type_url, proxy, wanted, resources)
+
+
+def apply_prepared(
+    conn: Connection, prepared: PreparedPush, push: PushContext, metrics: Metrics
+) -> list[bytes]:
+    """The responses of `push` worked out ahead (xds/prepared.py), recorded as `_respond`
+    records its own; the caller checked that they still hold."""
+    out: list[bytes] = []
+    for r in prepared.responses:
+        conn.known[r.type_url] = r.after
+        conn.in_flight[r.type_url] = (r.nonce, r.changed)
+        conn.record_sent(r.type_url, push.version, r.nonce)
+        short = SHORT_TYPE[r.type_url]
+        if log.isEnabledFor(logging.DEBUG):
+            _log_sent(conn, short, r.changed, r.removed)
+        metrics.pushes.inc(short)
+        metrics.push_time.observe(r.build_s, short)
+        out.append(r.response)
+    return out
 
 
 def _respond(

@@ -169,6 +169,12 @@ class Metrics:
             "(adopted by the push, or dropped for a newer change).",
             ("result",),
         )
+        self.prepared = Counter(
+            "meshpilot_push_prepared",
+            "Streams whose push was worked out while its change was debounced, by what "
+            "became of it (applied, or redone: the stream's state moved meanwhile).",
+            ("result",),
+        )
         self.config_errors = Gauge(
             "meshpilot_config_errors", "Input objects and files with errors in the latest read."
         )
@@ -177,7 +183,7 @@ class Metrics:
         return (
             self.xds_clients, self.pushes, self.push_time, self.convergence, self.rejects,
             self.expired_nonce, self.push_triggers, self.debounce_time, self.push_context_init,
-            self.config_events, self.speculations, self.config_errors,
+            self.config_events, self.speculations, self.prepared, self.config_errors,
         )  # fmt: skip
 
     def render(self) -> str:

@@ -5,7 +5,9 @@ coming; then the PushContext is built (~15 ms at 1000 services) and every stream
 its resources (~45 us a stream at 1000 streams, the first of each proxy class much more).
 None of that needs the wait: as soon as the debouncer holds a change and no push is going
 out, the server builds the PushContext of the store as it is now, then generates every
-connected proxy's resources into that push's caches, a slice of the event loop at a time.
+connected proxy's resources into that push's caches, a slice of the event loop at a time
+(a Delta stream's whole push, its responses included, when its state allows:
+xds/prepared.py).
 
 When the debounce lets the change go and the store is still the one the speculation was
 built from (no change came meanwhile: the very same pending request), the push adopts it:

@@ -27,6 +27,7 @@ from meshpilot.xds import grpc_service
 from meshpilot.xds.connection import Connection, PushEvent, Subscription
 from meshpilot.xds.delta import (
     accept_delta_request,
+    apply_prepared,
     on_delta_request,
     plain_delta_ack,
     push_delta_responses,
@@ -34,6 +35,7 @@ from meshpilot.xds.delta import (
 from meshpilot.xds.grpc_service import Outgoing, SendBudget, send_responses
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import proxy_for
+from meshpilot.xds.prepared import take_prepared
 from meshpilot.xds.push_request import PushRequest
 from meshpilot.xds.push_timeline import PushTimelines
 from meshpilot.xds.resources import prewarm_step
@@ -132,10 +134,16 @@ class StreamLoop:
 
     def _push(self, conn: Connection, req: PushRequest) -> list[Any]:
         assert req.push is not None
+        prepared = take_prepared(req.push, conn, self.metrics.prepared) if conn.delta else None
+        if prepared is not None:  # worked out while the push was debounced
+            conn.proxy = prepared.proxy
+            responses: list[Any] = apply_prepared(conn, prepared, req.push, self.metrics)
+            conn.push = req.push
+            return responses
         conn.proxy = stream_proxy(conn, req)
         # conn.push is still the previous push: relevance compares the two.
         push_fn = push_delta_responses if conn.delta else push_responses
-        responses: list[Any] = push_fn(conn, req, self.metrics)
+        responses = push_fn(conn, req, self.metrics)
         conn.push = req.push
         return responses
 

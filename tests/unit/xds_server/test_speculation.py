@@ -104,7 +104,10 @@ def test_an_unchanged_store_adopts_the_speculation(tmp_path: Path) -> None:
         got = [await _pushed_route(sotw, False), await _pushed_route(delta, True)]
         spec = h.server.speculation
         assert (spec.adopted, spec.dropped, spec.warmed) == (1, 0, 2)
-        assert 'meshpilot_push_speculations{result="adopted"} 1' in h.server.metrics.render()
+        rendered = h.server.metrics.render()
+        assert 'meshpilot_push_speculations{result="adopted"} 1' in rendered
+        # The Delta stream's push was worked out to its bytes ahead (xds/prepared.py).
+        assert 'meshpilot_push_prepared{result="applied"} 1' in rendered
         assert got == [_cold_route(tmp_path)] * 2
         assert _timeout_s(got[0]) == 7
         sotw.close()
