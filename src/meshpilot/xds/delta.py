@@ -31,6 +31,7 @@ from envoy.service.discovery.v3 import discovery_pb2
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import SHORT_TYPE, Connection, WatchedResource
+from meshpilot.xds.grpc_service import LARGE_RESPONSE
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.prepared import PreparedPush, PreparedResponse, keep_prepared
 from meshpilot.xds.protocol import Action, should_respond_delta
@@ -205,8 +206,9 @@ def warm_delta_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
         )
     if knowns is not None:
         watching = tuple(conn.watched.values())
+        small = all(len(r.response) < LARGE_RESPONSE for r in responses)
         prepared = PreparedPush(
-            conn.push, conn.proxy, proxy, watching, tuple(knowns), tuple(responses)
+            conn.push, conn.proxy, proxy, watching, tuple(knowns), tuple(responses), small
         )
         keep_prepared(push, id(conn), prepared)
         return

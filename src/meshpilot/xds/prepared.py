@@ -55,6 +55,7 @@ class PreparedPush:
     watched: tuple[WatchedResource, ...]  # every watched type's value, in order
     known: tuple[tuple[str, object], ...]  # each planned type's versions then
     responses: tuple[PreparedResponse, ...]
+    small: bool  # every response is small: none waits for the send budget
 
     def holds_for(self, conn: Connection) -> bool:
         """Is the stream where it was when this was worked out?"""
@@ -76,10 +77,12 @@ def keep_prepared(push: PushContext, stream: int, prepared: PreparedPush) -> Non
     memo[stream] = prepared
 
 
-def take_prepared(push: PushContext, conn: Connection, counted: Counter) -> PreparedPush | None:
+def take_prepared(
+    push: PushContext | None, conn: Connection, counted: Counter
+) -> PreparedPush | None:
     """The push worked out for this stream, if it still holds (taken either way, and
     counted: applied or redone)."""
-    memo = push.memo.get(_MEMO_KEY)
+    memo = push.memo.get(_MEMO_KEY) if push is not None else None
     if not memo:
         return None
     assert isinstance(memo, dict)

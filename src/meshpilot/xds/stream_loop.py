@@ -35,7 +35,7 @@ from meshpilot.xds.delta import (
 from meshpilot.xds.grpc_service import Outgoing, SendBudget, send_responses
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import proxy_for
-from meshpilot.xds.prepared import take_prepared
+from meshpilot.xds.prepared import PreparedPush, take_prepared
 from meshpilot.xds.push_request import PushRequest
 from meshpilot.xds.push_timeline import PushTimelines
 from meshpilot.xds.resources import prewarm_step
@@ -72,10 +72,15 @@ class StreamLoop:
             if event is None:
                 break
             if isinstance(event, PushEvent):
-                # EDS-only pushes are a few hundred bytes: they never wait behind full answers.
-                reserve = await budget.turn() if wire and event.request.full else 0
+                req = event.request
+                prepared = take_prepared(req.push, conn, self.metrics.prepared)
+                # EDS-only pushes are a few hundred bytes, and small answers worked out
+                # ahead are built already: neither waits behind full answers.
+                quick = not req.full or (prepared is not None and prepared.small)
+                reserve = await budget.turn() if wire and not quick else 0
                 try:
-                    responses = self._push(conn, event.request)
+                    responses = self._push(conn, req, prepared)
+                    del prepared
                     if all(map(_small, responses)):
                         # Built, and small: nothing left worth throttling (the next stream's
                         # push may go), as EDS-only pushes are never held back.
@@ -83,11 +88,13 @@ class StreamLoop:
                     timeline = self.timelines.get(conn.push.version)
                     if timeline is not None:
                         timeline.record_handed()
-                    if wire and not reserve and len(responses) == 1 and _small(responses[0]):
-                        # An EDS push: no budget to charge, no generator to go through.
-                        yield Outgoing(responses.pop())
-                        if timeline is not None:
-                            timeline.record_sent()
+                    if wire and not reserve and all(map(_small, responses)):
+                        # No budget to charge, no generator to go through (B3: 1000 streams).
+                        for response in responses:
+                            yield Outgoing(response)
+                            if timeline is not None:
+                                timeline.record_sent()
+                        responses.clear()
                     else:
                         async for out in self._send(conn, responses, wire, reserve):
                             yield out
@@ -96,7 +103,8 @@ class StreamLoop:
                 finally:  # also when the stream ends meanwhile: the next push may go
                     event.finish()
                 conn.dependents.clear()  # a push sends the dependent types itself
-                self.metrics.convergence.observe(time.monotonic() - event.request.start)
+                self.metrics.convergence.observe(time.monotonic() - req.start)
+                del req
             elif conn.delta:
                 self._record_ack(conn, event)
                 answer = accept_delta_request(conn, event, self.metrics)
@@ -132,9 +140,8 @@ class StreamLoop:
             async for out in send_responses(self.budget, responses, wire, hold, wire, parse):
                 yield out
 
-    def _push(self, conn: Connection, req: PushRequest) -> list[Any]:
+    def _push(self, conn: Connection, req: PushRequest, prepared: PreparedPush | None) -> list[Any]:
         assert req.push is not None
-        prepared = take_prepared(req.push, conn, self.metrics.prepared) if conn.delta else None
         if prepared is not None:  # worked out while the push was debounced
             conn.proxy = prepared.proxy
             responses: list[Any] = apply_prepared(conn, prepared, req.push, self.metrics)

@@ -43,6 +43,12 @@ def _sent(raw: list[bytes]) -> list[tuple[str, list[str], list[str]]]:
             for r in got]  # fmt: skip
 
 
+def _push(loop: StreamLoop, conn: Connection, request: PushRequest) -> list[bytes]:
+    """What the stream's loop does with a push: takes what was prepared, then pushes."""
+    prepared = take_prepared(request.push, conn, loop.metrics.prepared)
+    return loop._push(conn, request, prepared)
+
+
 def _prepared(loop: StreamLoop, result: str) -> float:
     return loop.metrics.prepared.get(result)
 
@@ -51,9 +57,9 @@ def test_a_prepared_push_is_the_push_worked_out_at_once() -> None:
     request, (ahead, now), loop = _change()
     assert request.push is not None
     _warm(ahead, request)
-    got = loop._push(ahead, request)
+    got = _push(loop, ahead, request)
     assert _prepared(loop, "applied") == 1
-    expected = loop._push(now, request)  # nothing prepared for it: worked out now
+    expected = _push(loop, now, request)  # nothing prepared for it: worked out now
     assert _sent(got) == _sent(expected) == [(TypeUrl.VIRTUAL_HOST, [WEB_VH], [])]
     (response,) = (DeltaDiscoveryResponse.FromString(r) for r in got)
     for conn in (ahead, now):  # recorded the same way: versions, nonce, in flight, push
@@ -79,7 +85,7 @@ def test_a_stream_that_moved_since_is_worked_out_again() -> None:
         DeltaDiscoveryRequest(type_url=TypeUrl.VIRTUAL_HOST, response_nonce=ack.nonce),
         loop.metrics,
     )
-    got = loop._push(moved, request)
+    got = _push(loop, moved, request)
     assert (_prepared(loop, "redone"), _prepared(loop, "applied")) == (1, 0)
     assert _sent(got) == [(TypeUrl.VIRTUAL_HOST, [WEB_VH], [])]
     assert (
