@@ -138,3 +138,16 @@ def test_a_prepared_push_holds_only_while_nothing_it_read_moved(move: str) -> No
     assert prepared.holds_for(conn)
     _moves()[move](conn, request)  # type: ignore[operator]
     assert not prepared.holds_for(conn)
+
+
+def test_a_prepared_push_with_a_large_answer_is_not_small(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large answers worked out ahead still wait for the send budget (xds/stream_loop.py):
+    gRPC would otherwise hold a thousand of them at once."""
+    request, (small, large), _ = _change()
+    assert request.push is not None
+    _warm(small, request)
+    monkeypatch.setattr("meshpilot.xds.delta.LARGE_RESPONSE", 100)  # a VHDS answer is larger
+    _warm(large, request)
+    memo = request.push.memo["xds.prepared"]
+    assert isinstance(memo, dict)
+    assert memo[id(small)].small and not memo[id(large)].small
