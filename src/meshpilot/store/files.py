@@ -9,7 +9,9 @@ that has settled (two looks in a row agree) is read off the event loop and the k
 objects changed are reported. Only files whose stamp changed are parsed again: every file's
 parsed result is kept, and the files are merged in the order a full read takes them
 (duplicates and a second mesh config are reported the same way), so one edited file in a
-big mesh costs one file's parse, not the mesh's.
+big mesh costs one file's parse, not the mesh's; when no whole-read rule is at stake, only
+the files read again are merged and compared (store/file_edits.py: 2 ms instead of 8 from
+an edit to its change event at 1000 services).
 
 Invalid input never reaches the store: an object that fails validation keeps its last good
 version, and so does every object of a file that is no longer readable YAML. The problems
@@ -29,11 +31,12 @@ from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic, Severity
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.kinds import CLUSTER_SCOPED, Kind
 from meshpilot.config.loader import LoadResult, load_paths
+from meshpilot.config.mesh import MeshConfig
 from meshpilot.config.objects import ConfigObject
 from meshpilot.errors import MeshpilotError
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
+from meshpilot.store.file_edits import Edited, diagnostic_key, edited_objects
 from meshpilot.store.inotify import Notifier
 
 __all__ = ["FileStore", "fingerprint"]
@@ -90,14 +93,18 @@ class _Read:
     result: LoadResult | None
     error: str | None
     files: Fingerprint
+    edited: Edited | None = None  # only the files read again, merged (store/file_edits.py)
 
 
 class FileStore:
     """A ConfigStore over files given with `-f`; `watch()` keeps it current."""
 
-    def __init__(self, paths: Sequence[str | Path], poll_interval: float = 0.2) -> None:
+    def __init__(
+        self, paths: Sequence[str | Path], poll_interval: float = 0.2, incremental: bool = True
+    ) -> None:
         self.paths = tuple(str(p) for p in paths)
         self.poll_interval = poll_interval
+        self.incremental = incremental  # False: every read merged whole (tests compare)
         self._snapshot = StoreSnapshot(version=0)
         self._mesh_file: str | None = None
         self._files: Fingerprint = {}
@@ -161,7 +168,13 @@ class FileStore:
                     self.files_parsed += 1
                     known = (stamp or (0, 0, 0), load_paths([name]))
                 parsed[name] = known
-            self._parsed = parsed
+            before, self._parsed = self._parsed, parsed
+            if self.incremental:
+                results = {name: r for name, (_, r) in parsed.items()}
+                previous = {name: r for name, (_, r) in before.items()}
+                edited = edited_objects(self._snapshot, previous, results)
+                if edited is not None:
+                    return _Read(None, None, files, edited)
             return _Read(_combine(r for _, r in parsed.values()), None, files)
         except MeshpilotError as exc:
             self._parsed = {}
@@ -170,6 +183,10 @@ class FileStore:
     def _apply(self, read: _Read) -> ChangeEvent | None:
         self._files = read.files
         old = self._snapshot
+        if read.edited is not None:
+            edited = read.edited
+            return self._commit(old, edited.objects, edited.changed, old.mesh,
+                                edited.diagnostics, old.stale)  # fmt: skip
         if read.result is None:
             log.error("config not reloaded, the last good version is kept: %s", read.error)
             self._snapshot = replace(old, error=read.error)
@@ -182,17 +199,24 @@ class FileStore:
         changed = _changed(old.objects, objects)
         if mesh != old.mesh:
             changed.add(MESH_KEY)
-        version = old.version + 1 if changed or not old.version else old.version
-        self._snapshot = StoreSnapshot(
-            version=version,
-            objects=objects,
-            mesh=mesh,
-            diagnostics=tuple(read.result.diagnostics),
-            stale=frozenset(stale),
-        )
         self._mesh_file = mesh_file
         for diag in read.result.errors:
             log.warning("%s", diag)
+        diagnostics = tuple(read.result.diagnostics)
+        return self._commit(old, objects, changed, mesh, diagnostics, frozenset(stale))
+
+    def _commit(
+        self,
+        old: StoreSnapshot,
+        objects: dict[ConfigKey, ConfigObject[Any]],
+        changed: set[ConfigKey],
+        mesh: MeshConfig,
+        diagnostics: tuple[Diagnostic, ...],
+        stale: frozenset[ConfigKey],
+    ) -> ChangeEvent | None:
+        """The next snapshot, and its change event for the subscribers."""
+        version = old.version + 1 if changed or not old.version else old.version
+        self._snapshot = StoreSnapshot(version, objects, mesh, diagnostics, stale)
         if not changed:
             return None
         event = ChangeEvent(frozenset(changed), version)
@@ -253,7 +277,7 @@ def _merge(
     objects = {obj.key: obj for obj in result.objects}
     errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
     broken_files = {d.file for d in errors if not d.kind}
-    invalid = {key for d in errors if (key := _diag_key(d)) is not None}
+    invalid = {key for d in errors if (key := diagnostic_key(d)) is not None}
     stale: set[ConfigKey] = set()
     for key, obj in old.objects.items():
         if key in objects:
@@ -262,15 +286,6 @@ def _merge(
             objects[key] = obj
             stale.add(key)
     return objects, stale
-
-
-def _diag_key(diag: Diagnostic) -> ConfigKey | None:
-    try:
-        kind = Kind(diag.kind)
-    except ValueError:
-        return None
-    namespace = "" if kind in CLUSTER_SCOPED else (diag.namespace or "default")
-    return ConfigKey(kind, namespace, diag.name) if diag.name else None
 
 
 def _mesh_broken(diagnostics: Iterable[Diagnostic], mesh_file: str | None) -> bool:
