@@ -27,8 +27,9 @@ class Notifier:
     # IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE, IN_MOVED_FROM/TO, IN_CREATE, IN_DELETE
     _MASK = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], settle_s: float = 0.01) -> None:
         self._paths = paths
+        self.settle_s = settle_s  # the longest wait for a write in progress to finish
         self._fd = -1
         self._event = asyncio.Event()
         self._libc: Any = None
@@ -104,8 +105,8 @@ class Notifier:
         return self._fd >= 0
 
     async def wait(self, timeout: float, settle: bool = True) -> None:
-        """Until an event or `timeout`; `settle`: give a write still open 10 ms to finish
-        (not needed by readers that take whole lines only, like the store's journal)."""
+        """Until an event or `timeout`; `settle`: give a write still open up to 10 ms to
+        finish (not needed by readers that take whole lines only, like the store's journal)."""
         # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancellation that
         # lands as the event fires, and the watch loop (and whoever awaits it) never ends
         with contextlib.suppress(TimeoutError):
@@ -113,5 +114,19 @@ class Notifier:
                 await self._event.wait()
         if self._event.is_set():
             self._event.clear()
-            if settle and (self._writing or self._lost):
-                await asyncio.sleep(0.01)  # let the writer finish
+            if settle:
+                await self._settle()
+
+    async def _settle(self) -> None:
+        """Give writes still open up to SETTLE_S to finish, back as soon as inotify reports
+        them closed (an atomic write closes microseconds after its create, and the watch
+        often wakes in between: a fixed 10 ms sleep cost B3 10 ms a change). Lost events
+        tell nothing: the whole wait."""
+        if self._lost:
+            await asyncio.sleep(self.settle_s)
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.settle_s):
+                while self._writing and not self._lost:
+                    await self._event.wait()
+                    self._event.clear()

@@ -50,6 +50,29 @@ def test_lost_events_are_not_settled() -> None:
     assert not notifier(event(OVERFLOW, b"")).settled
 
 
+def test_a_write_in_progress_is_waited_for_until_it_closes() -> None:
+    """The watch woke between a write's create and its close: it goes on as soon as the
+    close is reported, not after the whole wait (30 s here)."""
+
+    async def scenario() -> None:
+        n = Notifier((), settle_s=30.0)
+        n._note(event(CREATE, b"a.tmp"))
+        n._woke = True
+        n._event.set()
+
+        async def close() -> None:
+            await asyncio.sleep(0.01)
+            n._note(event(CLOSE_WRITE, b"a.tmp"))
+            n._event.set()
+
+        closer = asyncio.create_task(close())
+        await asyncio.wait_for(n.wait(1.0), 5.0)
+        await closer
+        assert n.settled
+
+    asyncio.run(scenario())
+
+
 class CountingStore(FileStore):
     """Counts the looks at the files (the real store otherwise)."""
 
