@@ -49,7 +49,10 @@ class PreparedResponse:
 
 @dataclass(frozen=True, slots=True)
 class PreparedPush:
-    prev: PushContext  # the stream's push when it was worked out
+    # The stream's push when it was worked out, by identity (id and version: the version's
+    # counter is never reused), not held: an entry left by a stream that went away must not
+    # keep a whole PushContext alive until the next push.
+    prev: tuple[int, str]
     was: Proxy  # the stream's Proxy then
     proxy: Proxy  # the one it pushes with
     watched: tuple[WatchedResource, ...]  # every watched type's value, in order
@@ -59,7 +62,7 @@ class PreparedPush:
 
     def holds_for(self, conn: Connection) -> bool:
         """Is the stream where it was when this was worked out?"""
-        if conn.push is not self.prev or conn.proxy is not self.was:
+        if (id(conn.push), conn.push.version) != self.prev or conn.proxy is not self.was:
             return False
         watched = conn.watched
         if len(watched) != len(self.watched):

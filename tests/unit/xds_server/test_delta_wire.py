@@ -120,7 +120,7 @@ def test_endpoint_push_is_shared_with_a_nonce_per_stream(tmp_path: Path) -> None
         conns = {c.node.node_id: c for c in h.server.connections.values()}
         watched = {n: c.watched[TypeUrl.ENDPOINT] for n, c in conns.items()}
         assert all(w.nonce_acked == w.nonce_sent for w in watched.values())
-        # One state for both (xds/delta.py `Versions`): not a dict of versions per stream.
+        # One state for both (xds/delta_versions.py `Versions`): not a dict of versions per stream.
         assert conns[NODE].known[TypeUrl.ENDPOINT] is conns[NODE_2].known[TypeUrl.ENDPOINT]
 
         h.edit(APP + WEB_2)
