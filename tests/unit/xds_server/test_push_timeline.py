@@ -8,6 +8,7 @@ import json
 import time
 from pathlib import Path
 
+import pytest
 from bench.push import EDS, names_bytes, request_bytes
 from envoy.service.discovery.v3 import discovery_pb2
 
@@ -96,6 +97,21 @@ def test_timeline_json_gives_each_stage_after_the_change() -> None:
     assert data["ms"]["debounced"] == 100.0 and data["ms"]["built"] == 125.0
     assert data["ms"]["last_acked"] == 0.0  # not reached
     assert data["version"] == "v/2" and data["changed"] == 10.0
+
+
+def test_the_cpu_clock_is_read_once_per_burst_of_acks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A thousand ACKs in a few ms read the process's CPU clock (which sums every thread's
+    time) a few times, not a thousand; an ACK after a pause reads it."""
+    reads = []
+    monkeypatch.setattr(time, "process_time", lambda: reads.append(1) or float(len(reads)))
+    t = PushTimeline("v/2", full=True, changed=0.0, debounced=0.0)
+    t.record_queued(1000)
+    for _ in range(1000):
+        t.record_ack()
+    assert t.acked == 1000 and 2 <= len(reads) <= 10
+    time.sleep(0.003)
+    t.record_ack()
+    assert t.cpu_last_acked == float(len(reads))  # the latest reading, taken at this ACK
 
 
 def test_only_the_latest_timelines_are_kept() -> None:
