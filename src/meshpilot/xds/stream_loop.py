@@ -81,14 +81,15 @@ class StreamLoop:
                 try:
                     responses = self._push(conn, req, prepared)
                     del prepared
-                    if all(map(_small, responses)):
+                    small = all(map(_small, responses))
+                    if small:
                         # Built, and small: nothing left worth throttling (the next stream's
                         # push may go), as EDS-only pushes are never held back.
                         event.finish()
                     timeline = self.timelines.get(conn.push.version)
                     if timeline is not None:
                         timeline.record_handed()
-                    if wire and not reserve and all(map(_small, responses)):
+                    if wire and not reserve and small:
                         # No budget to charge, no generator to go through (B3: 1000 streams).
                         for response in responses:
                             yield Outgoing(response)
