@@ -9,8 +9,9 @@ store's objects with those files' old keys taken out and their new objects put i
 Clean means the whole-read rules (first object of a key wins, a second mesh config is
 reported, an invalid object keeps its last good version) would decide nothing: no file read
 again (before or now) holds a mesh config or an error, none of its keys is defined by another
-file, the last read reported no duplicate, and no object of those files is stale. Anything
-else is left to the whole merge, as is a store that has nothing to compare with.
+file, the last read reported no duplicate, no object of those files is stale, and no key
+they remove is named by an error elsewhere (an invalid copy keeps the last good version).
+Anything else is left to the whole merge, as is a store that has nothing to compare with.
 """
 
 from __future__ import annotations

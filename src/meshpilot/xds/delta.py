@@ -178,11 +178,13 @@ def warm_delta_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
         resources = generate_resources(push, proxy, type_url, wanted)
         warm.append((type_url, wanted, resources))
         known = conn.known.get(type_url, NOTHING)
-        if not isinstance(known, Versions) or knowns is None:
+        if not isinstance(known, Versions):
             knowns = None  # its own versions: not prepared
             continue
-        knowns.append((type_url, conn.known.get(type_url)))
         changed, removed, after = step(push, type_url, known, resources, watched, only)
+        if knowns is None:
+            continue  # not prepared; the shared step is worked out for the push all the same
+        knowns.append((type_url, conn.known.get(type_url)))
         if not (changed or removed):
             continue
         if type_url == TypeUrl.CLUSTER:
