@@ -1014,7 +1014,45 @@ def markdown(results: list[dict[str, Any]]) -> str:
             f"{r.get('synced_rss_mb', 0):.0f} / {r.get('sync_peak_rss_mb', 0):.0f} / "
             f"{r.get('peak_rss_mb', 0):.0f} MB | peak <= 1536 MB |"
         )
-    return "\n".join(lines + stage_table(results))
+    return "\n".join(lines + stage_table(results) + floor_table(results))
+
+
+# The statistic each change's absolute target is set on, and the target (seconds).
+ABSOLUTE_TARGETS = {"endpoint": ("p99_s", 0.3), "virtualservice": ("p90_s", 1.5)}
+
+
+def floor_table(results: list[dict[str, Any]]) -> list[str]:
+    """The absolute targets against what no control plane could beat in this run: the bare
+    fan-out of the same bytes with the same ACKs (SotW: the real run's subscriptions; Delta:
+    none), warmed, plus the debounce the target counts. The bare server's and the simulated
+    Envoys' CPU over its wall time shows whether the machine, not the server, set it."""
+    lines = [
+        "",
+        "| change | clients | ours | bare fan-out, same ACKs | + debounce = floor "
+        "| bare CPU: server + clients / wall (cores busy) | target | target vs floor |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        delta = r.get("protocol", "sotw") != "sotw"
+        for name, (stat, target) in ABSOLUTE_TARGETS.items():
+            s = r.get(name, {})
+            bare = s.get("bare_empty_acks" if delta else "bare", {})
+            if stat not in s or stat not in bare:
+                continue
+            floor = bare[stat] + DEBOUNCE_S
+            wall = bare.get("server_all_acked_s") or 0.0
+            cpu = bare.get("server_cpu_s", 0.0) + bare.get("clients_cpu_s", 0.0)
+            busy = f"{cpu / wall:.2f}" if wall else "-"
+            quantile = stat.removesuffix("_s")
+            verdict = "below the floor" if target < floor else "above the floor"
+            lines.append(
+                f"| {name} ({r.get('protocol', 'sotw')}) | {r['clients']} "
+                f"| {quantile} {_ms(s[stat])} | {quantile} {_ms(bare[stat])} "
+                f"| {_ms(floor)} | {bare.get('server_cpu_s', 0) * 1e3:.0f} + "
+                f"{bare.get('clients_cpu_s', 0) * 1e3:.0f} ms / {_ms(wall)} ({busy}) "
+                f"| {_ms(target)} | {verdict} |"
+            )
+    return lines
 
 
 _STAGES = (

@@ -214,20 +214,25 @@ def _prewarm(conn: Connection, after: float = 0.01) -> None:
     thousand-host route config is built)."""
     if not conn.dependents:
         return
-    pending, conn.dependents, push = conn.dependents, [], conn.push
+    pending, conn.dependents = conn.dependents, []
     loop = asyncio.get_running_loop()
+    loop.call_later(after, _prewarm_next, conn, pending, conn.push, loop)
 
-    def build() -> None:  # one type per turn of the event loop (seconds each at 5k)
-        if conn.push is not push:
-            return  # a push came: it sent these types itself
-        if not conn.events.empty():  # a request goes first; the rest after it
-            conn.dependents[:0] = pending
-            return
-        pending.extend(prewarm_step(push, conn.proxy, *pending.pop(0)))
-        if pending:
-            loop.call_soon(build)
 
-    loop.call_later(after, build)
+def _prewarm_next(
+    conn: Connection, pending: list[tuple[str, frozenset[str]]], push: PushContext, loop: Any
+) -> None:
+    """One type per turn of the event loop (seconds each at 5k). A module function, not a
+    closure that schedules itself: that was a reference cycle, which kept its push alive
+    (frozen, past the next pushes) until a full collection."""
+    if conn.push is not push:
+        return  # a push came: it sent these types itself
+    if not conn.events.empty():  # a request goes first; the rest after it
+        conn.dependents[:0] = pending
+        return
+    pending.extend(prewarm_step(push, conn.proxy, *pending.pop(0)))
+    if pending:
+        loop.call_soon(_prewarm_next, conn, pending, push, loop)
 
 
 def _plain_ack(conn: Connection, event: Any) -> bool:
