@@ -23,11 +23,13 @@ is on its way, the RDS answer Envoy will ask for next is built.
 Heap: every new PushContext is settled (collected, then frozen: meshpilot.heap) a second
 after its push has gone out, not on the way to the proxies or their ACKs; after an EDS-only
 push the few new objects are only frozen, and automatic collection is off while such a push
-goes out (on again once the push queue is idle, or at the next full push). Dropping an old
-push frees it by reference counting even while frozen, because pushes hold no reference
-cycles (measured on bookinfo and the golden inputs: the frozen count stays flat push after
-push), so `gc.unfreeze()` is not called per push; a guard against cycles creeping in thaws
-and collects it now and then (meshpilot/heap.py `FrozenSet`).
+goes out (on again once the push queue is idle, or at the next full push). A replaced push
+is held until every stream has the new one and let go with the settle (xds/push_heap.py),
+not in the middle of the next fan-out; it is freed by reference counting even while frozen,
+because pushes hold no reference cycles (tests/unit/xds_server/test_push_acks.py keeps the
+garbage a collection finds, and only the current push may be alive), so `gc.unfreeze()` is
+not called per push; a guard against cycles creeping in thaws and collects it now and then
+(meshpilot/heap.py `FrozenSet`).
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ from typing import Any
 
 import grpc
 
-from meshpilot.heap import FrozenSet
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.settings import Settings
@@ -66,6 +67,7 @@ from meshpilot.xds.grpc_service import (
 )
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import parse_node, proxy_for
+from meshpilot.xds.push_heap import PushHeap
 from meshpilot.xds.push_queue import PushQueue
 from meshpilot.xds.push_request import (
     PushRequest,
@@ -107,8 +109,7 @@ class DiscoveryServer:
         self._counter = 0
         self._grpc: grpc.aio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
-        self.frozen = FrozenSet()  # meshpilot/heap.py: settled after each push
-        self._gc_paused = False  # automatic collection off during an EDS-only fan-out
+        self.heap = PushHeap()
         self.port = 0
         # The requests of the last pushes, latest last, without their push contexts (for
         # debug and tests).
@@ -171,7 +172,7 @@ class DiscoveryServer:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
-        self._resume_gc()
+        self.heap.resume_gc()
 
     def on_change(self, event: ChangeEvent) -> None:
         """Store change handler: count the events and hand a request to the debouncer."""
@@ -250,19 +251,13 @@ class DiscoveryServer:
         log.info("push %s (%s) for %d proxies", push.version, scope, len(self.connections))
         timeline = PushTimeline(push.version, req.full, req.start, debounced, time.monotonic())
         self.timelines.add(timeline)
-        if req.full or self._grpc is None:
-            self._resume_gc()  # (a full push allocates for seconds: collections go on)
-        elif gc.isenabled():
-            # A few objects per stream, freed by reference counting: no young collections
-            # walking them while the push goes out (B3: ~15 ms of generation-1 collections
-            # per endpoint push at 1000 streams). Back on once the queue is idle.
-            gc.disable()
-            self._gc_paused = True
+        self.heap.on_push(old, req.full, serving=self._grpc is not None)
+        del old
         for conn in self.connections.values():
             self.queue.enqueue(conn, req)
         timeline.record_queued(len(self.connections))
         if self._grpc is None:
-            self._settle_heap()  # the first push, before serving
+            self.heap.settle(True, 0)  # the first push, before serving
         else:
             self._spawn(self._settle_when_idle(push.version, req.full))
 
@@ -271,27 +266,23 @@ class DiscoveryServer:
         (a full collection takes 0.3-1 s with a thousand proxies: not on the way to them or
         their ACKs), unless a newer push came meanwhile (it settles then). An EDS-only push
         adds few objects: they are frozen without a collection (endpoints may change every
-        second). It holds the push's version, not the push: a newer push frees this one."""
+        second). The pushes it replaced are let go first (xds/push_heap.py). It holds the
+        push's version, not the push: a newer push frees this one."""
         try:
             while not self.queue.idle:
                 await asyncio.sleep(0.05)
         finally:
-            self._resume_gc()
+            self.heap.resume_gc()
         await asyncio.sleep(SETTLE_AFTER)
         timeline = self.timelines.get(version)
         if timeline is not None:
             log.info("push timeline %s", timeline.to_json())
         current = self._push_context
-        if current is not None and current.version == version and self.queue.idle:
-            self._settle_heap(collect)
-
-    def _resume_gc(self) -> None:
-        if self._gc_paused:
-            self._gc_paused = False
-            gc.enable()
-
-    def _settle_heap(self, collect: bool = True) -> None:
-        self.frozen.settle(collect, len(self.connections))
+        if current is None or not self.queue.idle:
+            return
+        self.heap.release(current, self.connections.values())
+        if current.version == version:
+            self.heap.settle(collect, len(self.connections))
 
     async def _dispatch(self) -> None:
         """At most `push_concurrency` full pushes in flight (Istio's PILOT_PUSH_THROTTLE);
