@@ -5,8 +5,10 @@ A PushContext and what it made (its caches, the responses its streams share, the
 work) are hundreds of thousands of objects, freed by reference counting once the last stream
 leaves it. That last stream is in the middle of the next push's fan-out: freeing the sync's
 push there held that stream's answer up by 110 ms (B3, the first endpoint push at 1000
-proxies). So the server keeps each replaced push (`retire`) and lets it go with the heap's
-settle, a second after the next push has gone out (`release`).
+proxies). So the server keeps each replaced push (`on_push`) and lets it go with the heap's
+settle, a second after the next push has gone out, once every stream is on the new one
+(`release`). Pushes that keep coming (no idle moment for a settle) keep at most
+MAX_RETIRED: the oldest is let go as the next push starts, before it is queued.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from meshpilot.heap import FrozenSet
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import Connection
 
-__all__ = ["PushHeap"]
+__all__ = ["MAX_RETIRED", "PushHeap"]
+
+MAX_RETIRED = 2  # replaced pushes held at most (each may be hundreds of MB)
 
 
 class PushHeap:
@@ -31,6 +35,7 @@ class PushHeap:
         """A new push is about to go out (`replaced`: the one before it)."""
         if replaced is not None:
             self.retired.append(replaced)
+            del self.retired[:-MAX_RETIRED]
         if full or not serving:
             self.resume_gc()  # (a full push allocates for seconds: collections go on)
         elif gc.isenabled():
@@ -45,13 +50,11 @@ class PushHeap:
             self._gc_paused = False
             gc.enable()
 
-    def release(self, current: PushContext, connections: Iterable[Connection]) -> bool:
-        """Let the replaced pushes go once every stream has `current` (a stream still on an
-        older one would free it mid-fan-out, as before); False if one has not."""
-        if any(conn.push is not current for conn in connections):
-            return False
-        self.retired.clear()
-        return True
+    def release(self, current: PushContext, connections: Iterable[Connection]) -> None:
+        """Let the replaced pushes go once every stream has `current` (while a stream is
+        still on an older one, the last to leave it would free it mid-fan-out)."""
+        if all(conn.push is current for conn in connections):
+            self.retired.clear()
 
     def settle(self, collect: bool, streams: int) -> None:
         self.frozen.settle(collect, streams)

@@ -220,7 +220,10 @@ def _prewarm(conn: Connection, after: float = 0.01) -> None:
 
 
 def _prewarm_next(
-    conn: Connection, pending: list[tuple[str, frozenset[str]]], push: PushContext, loop: Any
+    conn: Connection,
+    pending: list[tuple[str, frozenset[str]]],
+    push: PushContext,
+    loop: asyncio.AbstractEventLoop,
 ) -> None:
     """One type per turn of the event loop (seconds each at 5k). A module function, not a
     closure that schedules itself: that was a reference cycle, which kept its push alive
