@@ -1044,7 +1044,7 @@ def floor_table(results: list[dict[str, Any]]) -> list[str]:
             cpu = bare.get("server_cpu_s", 0.0) + bare.get("clients_cpu_s", 0.0)
             busy = f"{cpu / wall:.2f}" if wall else "-"
             quantile = stat.removesuffix("_s")
-            verdict = "below the floor" if target < floor else "above the floor"
+            verdict = "under the floor: out of reach" if target < floor else "within reach"
             lines.append(
                 f"| {name} ({r.get('protocol', 'sotw')}) | {r['clients']} "
                 f"| {quantile} {_ms(s[stat])} | {quantile} {_ms(bare[stat])} "

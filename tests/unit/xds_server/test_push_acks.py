@@ -126,9 +126,10 @@ def test_collection_resumes_once_an_endpoint_push_is_out(tmp_path: Path) -> None
 
 
 def alive_push_versions() -> list[str]:
-    """The push contexts still alive, garbage in reference cycles included (DEBUG_SAVEALL
-    keeps what a collection finds in gc.garbage): an old push must be freed by reference
-    counting alone, as the server freezes its heap after each push (meshpilot/heap.py)."""
+    """The push contexts still alive, garbage in reference cycles included when the caller
+    has set DEBUG_SAVEALL (a collection then keeps what it finds in gc.garbage): an old push
+    must be freed by reference counting alone, as the server freezes its heap after each
+    push (meshpilot/heap.py)."""
     gc.unfreeze()
     gc.collect()
     return sorted(o.version for o in gc.get_objects() if isinstance(o, PushContext))
