@@ -34,6 +34,7 @@ class Ports:
     health: int = 15021  # proxy: /healthz/ready
     prometheus: int = 15090  # proxy: /stats/prometheus
     proxy_uid: int = 1337  # the proxy's UID, excluded from capture
+    proxy_gid: int = 1337  # the proxy's GID (Istio's ProxyGID), excluded from capture too
 
 
 @dataclass(frozen=True, slots=True)

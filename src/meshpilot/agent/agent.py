@@ -2,9 +2,10 @@
 
 Start: prepare the working directory (bootstrap `envoy-rev.json`, the SDS socket directory),
 with a CA configured serve the workload certificate over SDS and keep it renewed
-(certs/service.py), start the status server (15020), start Envoy (as UID/GID 1337 for a
-capturing sidecar when the agent is root, so that iptables capture excludes it) and keep it
-running.
+(certs/service.py), start the status server (15020), start Envoy (as the proxy UID/GID, 1337
+unless told otherwise, for a capturing sidecar when the agent is root, so that iptables
+capture excludes it) and keep it running. A proxy UID of its own per pod keeps one pod's
+SDS socket (a 0700 directory owned by that UID) out of every other pod's reach.
 SIGTERM or SIGINT: readiness turns 503, Envoy drains (drain.py), Envoy is stopped, the
 status server closes and the agent exits 0. If Envoy keeps dying past its restart budget,
 the agent stops and exits 1.
@@ -132,7 +133,7 @@ class ProxyAgent:
                 self.options.ports.proxy_uid,
             )
             return None
-        return self.options.ports.proxy_uid, self.options.ports.proxy_uid
+        return self.options.ports.proxy_uid, self.options.ports.proxy_gid
 
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT (exit status 0) or until Envoy cannot be kept up (1)."""

@@ -37,6 +37,7 @@ __all__ = ["proxy"]
 F = TypeVar("F", bound=Callable[..., Any])
 _DEFAULTS = Ports()
 _PORT = click.IntRange(1, 65535)
+_ID = click.IntRange(1, 2**32 - 2)  # not root; (uid_t)-1 means "unchanged"
 
 
 # Options shared by `sidecar` and `router`, in --help order.
@@ -163,6 +164,27 @@ _SHARED_OPTIONS = (
     ),
     click.option("--max-restarts", type=click.IntRange(0), default=5, show_default=True),
     click.option(
+        "--run-as-proxy-uid/--no-run-as-proxy-uid",
+        default=None,
+        help="Run Envoy as --proxy-uid/--proxy-gid (default: for a capturing sidecar, when "
+        "the agent is root).",
+    ),
+    click.option(
+        "--proxy-uid",
+        type=_ID,
+        default=_DEFAULTS.proxy_uid,
+        show_default=True,
+        help="The UID Envoy runs as: what capture lets through (`meshpilot iptables -u`). "
+        "A UID of its own per pod keeps other pods' proxies off its SDS socket.",
+    ),
+    click.option(
+        "--proxy-gid",
+        type=_ID,
+        default=_DEFAULTS.proxy_gid,
+        show_default=True,
+        help="The GID Envoy runs as (`meshpilot iptables -g`).",
+    ),
+    click.option(
         "--stats-inclusion-prefix",
         "stats_prefixes",
         multiple=True,
@@ -203,11 +225,6 @@ def proxy() -> None:
     default=InterceptionMode.REDIRECT.value,
     show_default=True,
     help="NONE: no iptables capture (outbound listeners on 127.0.0.1).",
-)
-@click.option(
-    "--run-as-proxy-uid/--no-run-as-proxy-uid",
-    default=None,
-    help="Run Envoy as the proxy UID/GID 1337 (default: when root and capturing).",
 )
 def sidecar(**kwargs: Any) -> None:
     """Run a sidecar proxy for one pod."""
@@ -256,6 +273,8 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         agent_status=kw["status_port"],
         health=kw["health_port"],
         prometheus=kw["prometheus_port"],
+        proxy_uid=kw["proxy_uid"],
+        proxy_gid=kw["proxy_gid"],
     )
     labels = read_labels_file(kw["labels_file"]) if kw["labels_file"] else {}
     labels.update(parse_label_args(kw["label_args"]))
@@ -287,7 +306,7 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         parent_shutdown_time_s=kw["parent_shutdown_time_s"],
         base_id=kw["base_id"],
         use_dynamic_base_id=kw["use_dynamic_base_id"],
-        run_as_proxy_uid=kw.get("run_as_proxy_uid"),
+        run_as_proxy_uid=kw["run_as_proxy_uid"],
         max_restarts=kw["max_restarts"],
         certs=_cert_options(options, kw),
     )

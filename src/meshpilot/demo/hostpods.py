@@ -43,6 +43,11 @@ class HostPod:
     def key(self) -> str:
         return self.spec.key
 
+    @property
+    def proxy_user(self) -> RunAs:
+        """Everything here runs as the demo's user, the proxy too."""
+        return RunAs(os.getuid(), os.getgid())
+
     def start(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         if self.spec.app:

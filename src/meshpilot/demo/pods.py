@@ -2,9 +2,11 @@
 agent, and readiness.
 
 In network namespaces (runtime.Pod) apps run as `nobody`; the agent runs as root inside the
-pod and starts Envoy as UID 1337 (what capture lets through) for sidecars; gateways
-(routers) have no capture. On the loopback fallback (hostpods.HostPod) everything runs as
-the demo's user and sidecars use interceptionMode NONE. Only what lives in the pods'
+pod and starts Envoy as the pod's own proxy user (`Pod.proxy_user`: a UID no other pod's
+proxy has, group 1337), which capture lets through in sidecars; gateways (routers) have no
+capture. So no pod's proxy reaches another pod's SDS socket (a 0700 directory of its UID).
+On the loopback fallback (hostpods.HostPod) everything runs as the demo's user and sidecars
+use interceptionMode NONE. Only what lives in the pods'
 namespaces and the host's loopback is ever contacted.
 """
 
@@ -19,7 +21,13 @@ from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Protocol
 
-from meshpilot.demo.processes import CAPTURE_FLAGS, DemoError, http_get, meshpilot_argv, tail
+from meshpilot.demo.processes import (
+    DemoError,
+    capture_flags,
+    http_get,
+    meshpilot_argv,
+    tail,
+)
 from meshpilot.demo.topology import Role, Workload
 from meshpilot.runtime.netns import NETNS_ETC, write_netns_etc
 from meshpilot.runtime.pod import PodProcess, PodSpec, RunAs
@@ -56,6 +64,9 @@ class DemoPod(Protocol):
 
     @property
     def ip(self) -> IPv4Address: ...
+
+    @property
+    def proxy_user(self) -> RunAs: ...
 
     netns: str
     workdir: Path
@@ -152,7 +163,9 @@ def install_capture(pods: Iterable[DemoPod], timeout: float = 30.0) -> None:
     """`meshpilot iptables ...` inside each pod, as istio-init does (in parallel)."""
     running = [
         (pod, subprocess.Popen(
-            pod.command(meshpilot_argv("iptables", *CAPTURE_FLAGS)),
+            pod.command(meshpilot_argv(
+                "iptables", *capture_flags(pod.proxy_user.uid, pod.proxy_user.gid)
+            )),
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         ))
         for pod in pods
@@ -185,6 +198,9 @@ def agent_argv(
     extra = ports.args() if ports is not None else []
     if ports is not None and kind == "sidecar":
         extra += ["--interception-mode", "NONE"]
+    if ports is None:  # in a namespace: Envoy as the pod's own user, gateways too
+        user = pod.proxy_user
+        extra += ["--run-as-proxy-uid", "--proxy-uid", str(user.uid), "--proxy-gid", str(user.gid)]
     return meshpilot_argv(
         "proxy", kind,
         "--pod", work.key,
@@ -213,9 +229,9 @@ def start_agent(
     log_level: str,
     ports: AgentPorts | None = None,
 ) -> PodProcess:
-    """The agent as root in the pod: it writes the bootstrap and runs Envoy, as UID 1337
-    for a capturing sidecar (so capture lets Envoy's own traffic out). On the loopback
-    fallback it runs as the demo's user."""
+    """The agent as root in the pod: it writes the bootstrap and runs Envoy as the pod's
+    proxy user (which capture lets out). On the loopback fallback it runs as the demo's
+    user."""
     return pod.start_sidecar(agent_argv(work, pod, access, work_dir, log_level, ports), run_as=ROOT)
 
 

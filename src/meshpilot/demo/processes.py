@@ -29,6 +29,7 @@ __all__ = [
     "CAPTURE_FLAGS",
     "ControlPlane",
     "DemoError",
+    "capture_flags",
     "die_with_parent",
     "http_get",
     "meshpilot_argv",
@@ -41,9 +42,9 @@ _ENTRY = {
     "iptables": "from meshpilot.cli.iptables import iptables as c",
 }
 # What istio-init runs (the injector's defaults): capture everything, keep the proxy's
-# health and metrics ports out of inbound capture.
+# health and metrics ports out of inbound capture; `capture_flags` adds the proxy's user.
 CAPTURE_FLAGS = (
-    "-p", "15001", "-z", "15006", "-u", "1337", "-m", "REDIRECT",
+    "-p", "15001", "-z", "15006", "-m", "REDIRECT",
     "-i", "*", "-x", "", "-b", "*", "-d", "15090,15021,15020",
 )  # fmt: skip
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -51,6 +52,12 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 class DemoError(MeshpilotError):
     """The demo mesh could not be set up (the message says which part and why)."""
+
+
+def capture_flags(uid: int, gid: int) -> tuple[str, ...]:
+    """istio-init's flags for a pod whose proxy runs as `uid`/`gid` (its traffic is let
+    through: Istio's ProxyUID and ProxyGID)."""
+    return (*CAPTURE_FLAGS, "-u", str(uid), "-g", str(gid))
 
 
 def meshpilot_argv(command: str, *args: str) -> list[str]:
@@ -154,7 +161,7 @@ class ControlPlane:
             if time.monotonic() > deadline:
                 raise DemoError(f"meshpilot discovery not ready after {timeout:g}s")
             time.sleep(0.05)
-        if os.geteuid() == 0:  # sidecar Envoys run as 1337:1337, gateways as root
+        if os.geteuid() == 0:  # every pod's Envoy runs as a UID of its own in group 1337
             for sock in (self.socket, self.secure_socket):
                 os.chown(sock, 0, PROXY_GID)
                 sock.chmod(0o660)

@@ -2,14 +2,20 @@
 (optionally) its sidecar, each process started inside the namespace by `ip netns exec`.
 
 Processes run as root unless a `RunAs` says otherwise (dropped with `setpriv`); the app must
-not run as the proxy's UID, whose traffic capture lets through. The sidecar runs as UID/GID
-1337 by default, as istio-proxy does.
+not run as the proxy's UID, whose traffic capture lets through. `start_sidecar` runs as
+UID/GID 1337 by default, as istio-proxy does.
+
+Pods share the host's filesystem and process table, so a UID shared by every pod's proxy
+lets one pod's proxy into another's SDS socket, /proc entries and signals. `Pod.proxy_user`
+is a user of the pod's own: a proxy run as it (capture letting it through: `-u`/`-g`) is
+kept out of every other pod's proxy files by the kernel's ordinary permission checks.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import re
 import signal
 import subprocess
@@ -33,7 +39,17 @@ from meshpilot.runtime.netns import (
 )
 from meshpilot.runtime.netns import delete_netns as _delete_netns
 
-__all__ = ["PROXY_USER", "Pod", "PodError", "PodProcess", "PodSpec", "RunAs", "spawn_logged"]
+__all__ = [
+    "PROXY_GID",
+    "PROXY_USER",
+    "Pod",
+    "PodError",
+    "PodProcess",
+    "PodSpec",
+    "RunAs",
+    "pod_proxy_user",
+    "spawn_logged",
+]
 
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
@@ -79,6 +95,23 @@ class RunAs:
 
 
 PROXY_USER = RunAs(1337, 1337)
+# Every proxy's group, shared: the control plane's Unix sockets are connectable by it.
+PROXY_GID = 1337
+_FIRST_POD_UID = 65536  # below: system and ordinary accounts, and nobody (65534)
+
+
+def pod_proxy_user(address: IPv4Address) -> RunAs:
+    """The proxy user of the pod at `address`: its UID is the address as a number (pod
+    subnets never overlap on a host, so no two live pods share one), its GID `PROXY_GID`.
+    An account holding that UID would share what the proxy owns: refused."""
+    uid = int(address)
+    if uid < _FIRST_POD_UID:
+        raise PodError(f"pod address {address} gives no proxy UID of its own (below 0.1.0.0)")
+    try:
+        account = pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return RunAs(uid, PROXY_GID)
+    raise PodError(f"pod address {address} gives proxy UID {uid}, held by account {account!r}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -153,9 +186,15 @@ class Pod:
     def ip(self) -> IPv4Address:
         return self.wiring.address
 
+    @property
+    def proxy_user(self) -> RunAs:
+        """The user this pod's proxy runs as, no other pod's (see `pod_proxy_user`)."""
+        return pod_proxy_user(self.ip)
+
     def start(self) -> None:
         """Namespace, veth, capture rules, then the app; undone if any step fails."""
         try:
+            pod_proxy_user(self.ip)  # an address without a proxy user of its own: refused
             self.workdir.mkdir(parents=True, exist_ok=True)
             add_netns(self.netns)
             write_netns_etc(self.netns, self._etc_files())

@@ -69,3 +69,20 @@ def test_pod_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = proxy.commands["router"].make_context("router", [])
     options, _ = _build(ProxyType.ROUTER, dict(ctx.params))
     assert (options.pod_name, options.namespace) == ("gw-1", "istio-system")
+
+
+def test_proxy_user_of_its_own() -> None:
+    """`--proxy-uid/--proxy-gid`: the user Envoy runs as (one per pod keeps pods' SDS sockets
+    apart); `--run-as-proxy-uid` applies to gateways too."""
+    args = "--pod gw-1.istio-system --run-as-proxy-uid --proxy-uid 183762952 --proxy-gid 1337"
+    ctx = proxy.commands["router"].make_context("router", args.split())
+    options, runtime = _build(ProxyType.ROUTER, dict(ctx.params))
+    assert (options.ports.proxy_uid, options.ports.proxy_gid) == (183762952, 1337)
+    assert runtime.run_as_proxy_uid is True
+    options, _ = _build(ProxyType.SIDECAR, _kwargs())
+    assert (options.ports.proxy_uid, options.ports.proxy_gid) == (1337, 1337)  # Istio's
+
+
+def test_proxy_uid_root_is_a_usage_error() -> None:
+    result = CliRunner().invoke(proxy, ["sidecar", "--pod", "a.b", "--proxy-uid", "0"])
+    assert result.exit_code == 2 and "--proxy-uid" in result.output, result.output
