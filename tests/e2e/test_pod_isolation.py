@@ -25,6 +25,7 @@ from tests.e2e.secure_mesh import workload_key
 
 from meshpilot.agent.options import sds_socket_path
 from meshpilot.demo.mesh import DemoMesh
+from meshpilot.demo.pods import NOBODY
 from meshpilot.demo.topology import INGRESS_POD
 from meshpilot.runtime.pod import RunAs
 
@@ -78,11 +79,25 @@ def test_the_pods_own_proxy_gets_its_key(mesh: DemoMesh) -> None:
     assert status == 200 and VICTIM_ID in certs
 
 
-@pytest.mark.parametrize("attacker", ["client", INGRESS_POD])
-def test_another_pods_proxy_cannot_fetch_the_key(mesh: DemoMesh, attacker: str) -> None:
+@pytest.mark.parametrize(
+    ("attacker", "as_app"), [("client", False), (INGRESS_POD, False), ("client", True)]
+)
+def test_another_pods_proxy_cannot_fetch_the_key(
+    mesh: DemoMesh, attacker: str, as_app: bool
+) -> None:
+    """As another pod's proxy (a sidecar's, a gateway's), or as its app (nobody)."""
     socket = str(sds_socket_path(mesh.agent_dirs[VICTIM]))
     victim_envoy = mesh.envoy_pid(VICTIM)
-    user = envoy_user(mesh, attacker)
+    user = NOBODY if as_app else envoy_user(mesh, attacker)
     for path in (socket, f"/proc/{victim_envoy}/root{socket}"):
         answer = probe(mesh, attacker, user, path)
         assert answer.get("error") in REFUSED, f"{attacker} as {user} via {path}: {answer}"
+
+
+def test_a_gateways_proxy_user_may_bind_low_ports(mesh: DemoMesh) -> None:
+    """Gateways run Envoy as their pod's user, not root: Gateway servers on 80 or 443 still
+    bind (no port is privileged in a gateway's namespace, as in Istio's gateway pods)."""
+    bind = "import socket; socket.socket().bind(('0.0.0.0', 443)); print('bound')"
+    gateway = mesh.pods[INGRESS_POD]
+    result = gateway.exec([sys.executable, "-c", bind], run_as=envoy_user(mesh, INGRESS_POD))
+    assert (result.returncode, result.stdout.strip()) == (0, "bound"), result.stderr

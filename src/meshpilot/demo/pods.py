@@ -232,7 +232,17 @@ def start_agent(
     """The agent as root in the pod: it writes the bootstrap and runs Envoy as the pod's
     proxy user (which capture lets out). On the loopback fallback it runs as the demo's
     user."""
+    if ports is None and work.role is Role.ROUTER:
+        allow_low_ports(pod)
     return pod.start_sidecar(agent_argv(work, pod, access, work_dir, log_level, ports), run_as=ROOT)
+
+
+def allow_low_ports(pod: DemoPod) -> None:
+    """A gateway's Envoy runs as its pod's user yet may serve Gateway ports such as 80 and
+    443: no port is privileged in its network namespace (Istio's gateways set this sysctl)."""
+    result = pod.exec(["sysctl", "-qw", "net.ipv4.ip_unprivileged_port_start=0"])
+    if result.returncode != 0:
+        raise DemoError(f"pod {pod.key}: cannot open ports below 1024: {result.stderr.strip()}")
 
 
 def agent_process(pod: DemoPod) -> PodProcess | None:
