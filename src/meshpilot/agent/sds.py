@@ -2,7 +2,8 @@
 
 Envoy's static cluster `sds-grpc` dials `./var/run/secrets/workload-spiffe-uds/socket` in its
 working directory (Istio's path); the agent serves there, the socket's directory being 0700
-and owned by Envoy's user, so that nothing else on the host reaches the workload's key.
+and owned by Envoy's user, so that nothing else on the host reaches the workload's key but
+root and that user: each pod's proxy needs a user of its own (`--proxy-uid`).
 
 Both protocols Envoy may speak on that cluster are served:
 - SotW `StreamSecrets`: a response carries every requested secret that can be served; a

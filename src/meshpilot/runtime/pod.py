@@ -218,7 +218,9 @@ class Pod:
         self, argv: Sequence[str], run_as: RunAs = PROXY_USER, env: Mapping[str, str] | None = None
     ) -> PodProcess:
         """Start the proxy agent (e.g. `meshpilot proxy sidecar --pod name.ns ...`) inside
-        the namespace; its working directory is this pod's workdir, owned by `run_as`."""
+        the namespace; its working directory is this pod's workdir, owned by `run_as`.
+        The default, Istio's 1337, is shared by every pod: `run_as=self.proxy_user` (with
+        capture letting that user through) keeps other pods' proxies out."""
         os.chown(self.workdir, run_as.uid, run_as.gid)
         return self.spawn("sidecar", argv, run_as, env or {}, cwd=self.workdir)
 
