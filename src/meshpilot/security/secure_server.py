@@ -15,7 +15,9 @@ certificates: without the front, renewal by certificate needs a port of its own.
 not an Istio port; Istio's agent renews with its token on 15012, which works here too.
 
 ADS is the plaintext port's handler (xds/grpc_service.py): the same streams, wire bytes and
-send budget, behind TLS.
+send budget, behind TLS. Here a stream may prove who it is (security/ads_identity.py: a
+token, or a client certificate: the front Envoy's, or 15013's), which SDS needs: only a
+proven proxy gets `kubernetes://` secrets, those of its own namespace.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 
 import grpc
 
+from meshpilot.security.ads_identity import AdsAuthenticator
 from meshpilot.security.ca import CertificateAuthority
 from meshpilot.security.csr_service import CsrService
 from meshpilot.security.files import write_public
@@ -110,8 +113,9 @@ class SecureServer:
         pair = [(creds.key_pem, creds.chain_pem)]
         server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers([self.csr.handler()])
+        authenticate = AdsAuthenticator(self.csr.tokens, self.ca.trust_domain)
         if self._ads is not None:
-            server.add_generic_rpc_handlers([ads_handler(self._ads)])
+            server.add_generic_rpc_handlers([ads_handler(self._ads, False, authenticate)])
         if not front:
             self.port = _bind(server, host, port, grpc.ssl_server_credentials(pair))
         if uds:
@@ -134,7 +138,7 @@ class SecureServer:
         if front and self._ads is not None:
             xds_socket = self._front.xds_socket()
             inner = grpc.aio.server(options=SERVER_OPTIONS)
-            inner.add_generic_rpc_handlers([ads_handler(self._ads, forwarded=True)])
+            inner.add_generic_rpc_handlers([ads_handler(self._ads, True, authenticate)])
             bind(inner, f"unix:{xds_socket}")  # in the clear: a 0600 socket, Envoy's alone
             await inner.start()
             self._inner = inner
