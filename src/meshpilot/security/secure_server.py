@@ -8,6 +8,7 @@
            renewal by the current certificate (grpc.aio)
     15011  the CA alone, TLS + token as on 15012, through the same front Envoy; a meshpilot
            port, not an Istio one (opt-in)
+    --secure-uds  15012 on a Unix socket (the demo's pods), through the front Envoy too
 
 Why 15013: Istio serves both on 15012 with "verify a client certificate if given", which
 the front Envoy does, but gRPC Python offers only "never ask" or "require" for client
@@ -83,7 +84,8 @@ class SecureServer:
         """Serve on host:port (TLS) and, unless None, host:mtls_port (client certificate
         required) and host:ca_port (the CA alone, TLS), and on the Unix socket `uds` if
         given (TLS, as host:port); returns the TLS port. Port 0: any free port. `front`:
-        host:port through the front Envoy (the Unix socket stays grpc.aio's)."""
+        host:port and the Unix socket through the front Envoy (which asks for a client
+        certificate: a proxy's Envoy proves itself by its workload certificate)."""
         try:
             await self._start(host, port, mtls_port, uds, ca_port, front)
         except BaseException:
@@ -118,7 +120,7 @@ class SecureServer:
             server.add_generic_rpc_handlers([ads_handler(self._ads, False, authenticate)])
         if not front:
             self.port = _bind(server, host, port, grpc.ssl_server_credentials(pair))
-        if uds:
+        if uds and not front:
             remove_stale_socket(uds)
             _bind_address(server, f"unix:{uds}", grpc.ssl_server_credentials(pair))
         if mtls_port is not None:
@@ -129,6 +131,8 @@ class SecureServer:
         await server.start()
         self._grpc = server
         ports = [FrontPort("secure", host, port, self._ads is not None)] if front else []
+        if uds and front:  # (a client certificate is asked for here, as on 15012)
+            ports.append(FrontPort("secure-uds", "", 0, self._ads is not None, path=uds))
         if ca_port is not None:
             ports.append(FrontPort("ca", host, ca_port, xds=False))
         if not ports:

@@ -322,6 +322,8 @@ def forwarded_peer(context: grpc.aio.ServicerContext) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == PEER_HEADER:
             text = value.decode("latin-1") if isinstance(value, bytes) else value
+            if text.startswith("/"):  # the front's Unix socket (--secure-uds)
+                return f"unix:{text}"
             return f"ipv6:{text}" if text.startswith("[") else f"ipv4:{text}"
     return str(context.peer())
 

@@ -24,7 +24,7 @@ from meshpilot.settings import Settings
 from meshpilot.store import FileStore
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.server import DiscoveryServer
-from tests.unit.security.grpc_client import channel
+from tests.unit.security.grpc_client import ISTIOD, channel
 from tests.unit.security.pki import TD, workload_csr
 
 pytestmark = pytest.mark.envoy
@@ -64,6 +64,13 @@ class Env:
         self.tokens = TokenAuthority.open(tmp / "ca")
         self.secure = SecureServer(self.ca, self.tokens, self.ads)
         self.plain_port = 0
+        self.uds = str(tmp / "secure.sock")  # --secure-uds: how the demo's pods connect
+
+    def uds_channel(self, client: tuple[bytes, bytes] | None = None) -> grpc.aio.Channel:
+        key, chain = client or (None, None)
+        creds = grpc.ssl_channel_credentials(self.ca.root_pem, key, chain)
+        options = [("grpc.ssl_target_name_override", ISTIOD)]
+        return grpc.aio.secure_channel(f"unix:{self.uds}", creds, options=options)
 
     def gateway_certificate(self, namespace: str = "istio-system") -> tuple[bytes, bytes]:
         """A workload certificate from the mesh CA, as the gateway's agent holds it."""
@@ -81,7 +88,7 @@ def run(tmp: Path, scenario: Callable[[Env], Awaitable[None]], front: bool = Tru
         env = Env(tmp)
         env.plain_port = await env.ads.start("127.0.0.1", 0)
         try:
-            await env.secure.start("127.0.0.1", 0, mtls_port=0, front=front)
+            await env.secure.start("127.0.0.1", 0, mtls_port=0, uds=env.uds, front=front)
             await scenario(env)
         finally:
             await env.secure.stop(0)
@@ -125,13 +132,16 @@ def test_no_secret_without_a_proven_identity_on_any_port(tmp_path: Path) -> None
         async with channel(env.secure.port, env.ca.root_pem) as chan:
             assert await secrets(chan) == {}
             assert await secrets(chan, "not.a-valid.token") == {}
+        async with env.uds_channel() as chan:
+            assert await secrets(chan) == {}
 
     run(tmp_path, scenario)
 
 
 def test_a_gateway_proven_by_its_certificate_gets_only_its_namespace(tmp_path: Path) -> None:
-    """15012 through the front Envoy (the default), and 15013: the workload certificate of
-    istio-system's gateway gets istio-system's secret, never other-ns's."""
+    """15012 through the front Envoy (the default), its Unix socket (the demo's pods), and
+    15013: the workload certificate of istio-system's gateway gets istio-system's secret,
+    never other-ns's."""
 
     async def scenario(env: Env) -> None:
         cert = env.gateway_certificate()
@@ -139,6 +149,9 @@ def test_a_gateway_proven_by_its_certificate_gets_only_its_namespace(tmp_path: P
             async with channel(port, env.ca.root_pem, client=cert) as chan:
                 assert await secrets(chan) == {OWN: OWN_KEY}
                 assert await secrets(chan, names=[OTHER]) == {}
+        async with env.uds_channel(cert) as chan:
+            assert await secrets(chan) == {OWN: OWN_KEY}
+            assert await secrets(chan, names=[OTHER]) == {}
 
     run(tmp_path, scenario)
 
