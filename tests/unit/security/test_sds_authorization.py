@@ -9,6 +9,7 @@ import asyncio
 import base64
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 import grpc
 import pytest
@@ -98,7 +99,10 @@ def run(tmp: Path, scenario: Callable[[Env], Awaitable[None]], front: bool = Tru
 
 
 async def secrets(
-    chan: grpc.aio.Channel, token: str | None = None, names: Sequence[str] = (OWN, OTHER)
+    chan: grpc.aio.Channel,
+    token: str | None = None,
+    names: Sequence[str] = (OWN, OTHER),
+    headers: Sequence[tuple[str, str]] = (),
 ) -> dict[str, bytes]:
     """Ask for `names` as the ingress gateway over one ADS stream: the private key of each
     secret answered, by name."""
@@ -106,8 +110,8 @@ async def secrets(
     request = discovery_pb2.DiscoveryRequest(type_url=TypeUrl.SECRET, resource_names=names)
     request.node.id = NODE
     request.node.metadata.update({"NAMESPACE": "istio-system", "SERVICE_ACCOUNT": GATEWAY_SA})
-    metadata = [("authorization", f"Bearer {token}")] if token else None
-    call = stub.StreamAggregatedResources(iter([request]), metadata=metadata)
+    metadata = [*headers, *([("authorization", f"Bearer {token}")] if token else [])]
+    call = stub.StreamAggregatedResources(iter([request]), metadata=metadata or None)
     try:
         response = await asyncio.wait_for(call.read(), 10)
     finally:
@@ -132,6 +136,9 @@ def test_no_secret_without_a_proven_identity_on_any_port(tmp_path: Path) -> None
         async with channel(env.secure.port, env.ca.root_pem) as chan:
             assert await secrets(chan) == {}
             assert await secrets(chan, "not.a-valid.token") == {}
+            # The front Envoy drops a caller's own x-forwarded-client-cert.
+            forged = f'Cert="{quote(env.gateway_certificate()[1].decode())}"'
+            assert await secrets(chan, headers=[("x-forwarded-client-cert", forged)]) == {}
         async with env.uds_channel() as chan:
             assert await secrets(chan) == {}
 
