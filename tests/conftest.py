@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from meshpilot.config.loader import LoadResult, load_paths, load_text
-from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
+from meshpilot.model.proxy import Proxy, ProxyType, as_verified, proxy_from_pod
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.xds.generate import generate_proxy_config
 from meshpilot.xds.output import ProxyConfig
@@ -31,7 +31,8 @@ def proxy_for(push: PushContext, ref: str, proxy_type: ProxyType = ProxyType.SID
     pod = push.pod(namespace or "default", name)
     if pod is None:
         raise AssertionError(f"no pod {ref} in the test input")
-    return proxy_from_pod(pod, proxy_type)
+    # As connected over the TLS port with its own identity (SDS serves only such proxies).
+    return as_verified(proxy_from_pod(pod, proxy_type))
 
 
 def config_for(

@@ -52,7 +52,9 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option(
     "--secure-uds",
     metavar="PATH",
-    help="Also serve the TLS port (xDS + CA, token auth) on this Unix socket.",
+    help="Also serve the TLS port (xDS + CA) on this Unix socket, through the front Envoy "
+    "unless --no-front-envoy; callers prove their identity as on the TLS port (a client "
+    "certificate, or a token).",
 )
 @click.option(
     "--debounce",

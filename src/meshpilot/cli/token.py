@@ -122,7 +122,9 @@ def ca_options(func: F) -> F:
             default=True,
             show_default=True,
             help="Terminate TLS and HTTP/2 of the secure port in an Envoy next to the control "
-            "plane (CA calls cost about half the CPU); off: grpc.aio serves it directly.",
+            "plane (CA calls cost about half the CPU); off: grpc.aio serves it directly and "
+            "never asks for a client certificate, so there an ADS stream proves its identity "
+            "(needed for gateway secrets) by a token only, or on the mTLS port.",
         ),
         click.option(
             "--ca/--no-ca",

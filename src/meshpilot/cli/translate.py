@@ -10,7 +10,7 @@ import yaml
 
 from meshpilot.cli.common import files_option, load_inputs, print_diagnostics
 from meshpilot.heap import settle_long_lived_objects
-from meshpilot.model.proxy import ProxyType, proxy_from_pod
+from meshpilot.model.proxy import ProxyType, as_verified, proxy_from_pod
 from meshpilot.model.push_context import build_push_context
 from meshpilot.xds.generate import generate_proxy_config
 
@@ -53,7 +53,8 @@ def translate(
             f"--proxy {proxy_ref}: no Pod named {name!r} in namespace {namespace or 'default'!r} "
             "among the input objects"
         )
-    proxy = proxy_from_pod(pod, ProxyType(proxy_type))
+    # What it gets once connected over the TLS port with its own identity (secrets too).
+    proxy = as_verified(proxy_from_pod(pod, ProxyType(proxy_type)))
     config = generate_proxy_config(push, proxy)
     click.echo(render(config.to_dict(), output))
     if strict and loaded.errors:

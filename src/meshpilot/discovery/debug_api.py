@@ -8,7 +8,7 @@ from typing import Any
 
 from meshpilot.config.diagnostics import Severity
 from meshpilot.discovery.http import HttpRequest, HttpResponse, Route
-from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
+from meshpilot.model.proxy import Proxy, ProxyType, as_verified, proxy_from_pod
 from meshpilot.store.base import ConfigStore
 from meshpilot.xds import debug
 from meshpilot.xds.server import DiscoveryServer
@@ -70,7 +70,8 @@ def debug_routes(server: DiscoveryServer, store: ConfigStore) -> dict[str, Route
 
 
 def _find_proxy(server: DiscoveryServer, proxy_id: str, type_name: str | None) -> Proxy | None:
-    """A connected proxy of that id (the last to connect), else one for the Pod of that name."""
+    """A connected proxy of that id (the last to connect: with the identity its stream
+    proved), else one for the Pod of that name."""
     connected = [c for c in server.connections.values() if c.proxy.id == proxy_id]
     if connected and not type_name:
         return connected[-1].proxy
@@ -82,4 +83,5 @@ def _find_proxy(server: DiscoveryServer, proxy_id: str, type_name: str | None) -
         proxy_type = ProxyType(type_name or "sidecar")
     except ValueError:
         proxy_type = ProxyType.SIDECAR
-    return proxy_from_pod(pod, proxy_type, server.push_context.domain_suffix)
+    # What it gets once connected with its own identity (private keys are redacted).
+    return as_verified(proxy_from_pod(pod, proxy_type, server.push_context.domain_suffix))

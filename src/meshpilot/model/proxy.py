@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from meshpilot.config.kube.pod import Pod
@@ -14,12 +14,31 @@ from meshpilot.registry.workloads import locality_from_labels, pod_workload_name
 # The Istio version meshpilot's proxies report (node metadata ISTIO_VERSION).
 ISTIO_VERSION = "1.28.0"
 
-__all__ = ["Proxy", "ProxyType", "parse_node_id", "proxy_from_pod"]
+__all__ = [
+    "Proxy",
+    "ProxyType",
+    "VerifiedIdentity",
+    "as_verified",
+    "parse_node_id",
+    "proxy_from_pod",
+]
 
 
 class ProxyType(StrEnum):
     SIDECAR = "sidecar"
     ROUTER = "router"
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedIdentity:
+    """Who an ADS stream proved to be (Istio's `Proxy.VerifiedIdentity`): the namespace and
+    service account of its client certificate's or its token's SPIFFE identity."""
+
+    namespace: str
+    service_account: str
+
+    def __str__(self) -> str:
+        return f"ns/{self.namespace}/sa/{self.service_account}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +57,9 @@ class Proxy:
     dns_domain: str = ""
     # Served its sidecar route configs' virtual hosts by VHDS (settings.vhds, Delta xDS).
     vhds: bool = False
+    # Proven by the stream it connected on; None (plaintext, or nothing proven): it is
+    # served no `kubernetes://` secrets (xds/generate/secrets.py).
+    verified: VerifiedIdentity | None = None
 
     @property
     def id(self) -> str:
@@ -67,6 +89,12 @@ def proxy_from_pod(
         locality=locality_from_labels(pod.labels),
         dns_domain=f"{pod.namespace}.svc.{domain_suffix}",
     )
+
+
+def as_verified(proxy: Proxy) -> Proxy:
+    """The proxy as if it had proven its own identity: what offline tools (translate,
+    previews, golden tests) show it would receive over a verified stream."""
+    return replace(proxy, verified=VerifiedIdentity(proxy.namespace, proxy.service_account))
 
 
 @dataclass(frozen=True, slots=True)

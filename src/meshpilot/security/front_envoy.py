@@ -59,12 +59,13 @@ _MAX_STREAMS = 100_000
 @dataclass(frozen=True, slots=True)
 class FrontPort:
     """One listener of the front Envoy: `xds` ports carry ADS too (15012), others the CA
-    alone (15011)."""
+    alone (15011). With `path`, a Unix socket instead of host:port (`--secure-uds`)."""
 
     name: str
     host: str
     port: int
     xds: bool
+    path: str = ""
 
 
 def front_bootstrap(
@@ -181,9 +182,7 @@ def _listener(
     )
     return listener_pb2.Listener(
         name=front.name,
-        address=address_pb2.Address(
-            socket_address=address_pb2.SocketAddress(address=front.host, port_value=front.port)
-        ),
+        address=_address(front),
         filter_chains=[
             listener_components_pb2.FilterChain(
                 transport_socket=base_pb2.TransportSocket(
@@ -197,6 +196,17 @@ def _listener(
                 ],
             )
         ],
+    )
+
+
+def _address(front: FrontPort) -> address_pb2.Address:
+    if front.path:
+        # Anyone on the host may connect, as to the TCP port on the loopback: the socket
+        # is TLS, and who is calling is proven per call (token or certificate). A mode set
+        # here also holds after Envoy is restarted and makes the socket again.
+        return address_pb2.Address(pipe=address_pb2.Pipe(path=front.path, mode=0o666))
+    return address_pb2.Address(
+        socket_address=address_pb2.SocketAddress(address=front.host, port_value=front.port)
     )
 
 

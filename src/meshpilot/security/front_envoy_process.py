@@ -37,7 +37,10 @@ _BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 5.0)
 
 class FrontEnvoy:
     def __init__(
-        self, launch: EnvoyLaunch, bootstrap: bytes, addresses: Sequence[tuple[str, int]]
+        self,
+        launch: EnvoyLaunch,
+        bootstrap: bytes,
+        addresses: Sequence[tuple[str, int] | str],  # (host, port), or a Unix socket's path
     ) -> None:
         self._launch = launch
         self._bootstrap = bootstrap
@@ -79,7 +82,10 @@ class FrontEnvoy:
                 if proc.returncode is not None:
                     return
                 try:
-                    _, writer = await asyncio.open_connection(*address)
+                    if isinstance(address, str):
+                        _, writer = await asyncio.open_unix_connection(address)
+                    else:
+                        _, writer = await asyncio.open_connection(*address)
                 except OSError:
                     await asyncio.sleep(0.02)
                     continue

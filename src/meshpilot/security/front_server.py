@@ -40,6 +40,7 @@ from meshpilot.security.ca_http import CaHttpProtocol, ServerIo
 from meshpilot.security.csr_service import CsrService
 from meshpilot.security.front_envoy import FrontPort, front_bootstrap
 from meshpilot.security.front_envoy_process import FrontEnvoy
+from meshpilot.xds.grpc_service import remove_stale_socket
 
 __all__ = ["FrontPort", "FrontServer"]
 
@@ -94,7 +95,7 @@ class FrontServer:
             if xds_socket:
                 Path(xds_socket).chmod(0o600)
             # Envoy would retry a taken port forever: bind-check each first.
-            bound = [FrontPort(p.name, p.host, _check_free(p.host, p.port), p.xds) for p in ports]
+            bound = [_bound(p) for p in ports]
             bootstrap = front_bootstrap(
                 bound,
                 credentials.chain_pem,
@@ -112,7 +113,8 @@ class FrontServer:
                 log_level="warning,main:error,misc:error",
             )
             config = json_format.MessageToJson(bootstrap).encode()
-            self._envoy = FrontEnvoy(launch, config, [(p.host, p.port) for p in bound])
+            addresses = [p.path or (p.host, p.port) for p in bound]
+            self._envoy = FrontEnvoy(launch, config, addresses)
             self._envoy_task = asyncio.create_task(self._envoy.run())
             self._envoy_task.add_done_callback(_report_exit)
             self.ports = {p.name: p.port for p in bound}
@@ -159,6 +161,15 @@ class FrontServer:
 def _report_exit(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and (exc := task.exception()) is not None:
         log.error("%s", exc)
+
+
+def _bound(port: FrontPort) -> FrontPort:
+    """The port with the number Envoy will bind (checked free now); a Unix socket's stale
+    file is removed first."""
+    if port.path:
+        remove_stale_socket(port.path)
+        return port
+    return FrontPort(port.name, port.host, _check_free(port.host, port.port), port.xds)
 
 
 def _check_free(host: str, port: int) -> int:

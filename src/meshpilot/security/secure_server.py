@@ -8,6 +8,7 @@
            renewal by the current certificate (grpc.aio)
     15011  the CA alone, TLS + token as on 15012, through the same front Envoy; a meshpilot
            port, not an Istio one (opt-in)
+    --secure-uds  15012 on a Unix socket (the demo's pods), through the front Envoy too
 
 Why 15013: Istio serves both on 15012 with "verify a client certificate if given", which
 the front Envoy does, but gRPC Python offers only "never ask" or "require" for client
@@ -15,7 +16,9 @@ certificates: without the front, renewal by certificate needs a port of its own.
 not an Istio port; Istio's agent renews with its token on 15012, which works here too.
 
 ADS is the plaintext port's handler (xds/grpc_service.py): the same streams, wire bytes and
-send budget, behind TLS.
+send budget, behind TLS. Here a stream may prove who it is (security/ads_identity.py: a
+token, or a client certificate: the front Envoy's, or 15013's), which SDS needs: only a
+proven proxy gets `kubernetes://` secrets, those of its own namespace.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 
 import grpc
 
+from meshpilot.security.ads_identity import AdsAuthenticator
 from meshpilot.security.ca import CertificateAuthority
 from meshpilot.security.csr_service import CsrService
 from meshpilot.security.files import write_public
@@ -80,7 +84,8 @@ class SecureServer:
         """Serve on host:port (TLS) and, unless None, host:mtls_port (client certificate
         required) and host:ca_port (the CA alone, TLS), and on the Unix socket `uds` if
         given (TLS, as host:port); returns the TLS port. Port 0: any free port. `front`:
-        host:port through the front Envoy (the Unix socket stays grpc.aio's)."""
+        host:port and the Unix socket through the front Envoy (which asks for a client
+        certificate: a proxy's Envoy proves itself by its workload certificate)."""
         try:
             await self._start(host, port, mtls_port, uds, ca_port, front)
         except BaseException:
@@ -110,11 +115,12 @@ class SecureServer:
         pair = [(creds.key_pem, creds.chain_pem)]
         server = grpc.aio.server(options=SERVER_OPTIONS)
         server.add_generic_rpc_handlers([self.csr.handler()])
+        authenticate = AdsAuthenticator(self.csr.tokens, self.ca.trust_domain)
         if self._ads is not None:
-            server.add_generic_rpc_handlers([ads_handler(self._ads)])
+            server.add_generic_rpc_handlers([ads_handler(self._ads, False, authenticate)])
         if not front:
             self.port = _bind(server, host, port, grpc.ssl_server_credentials(pair))
-        if uds:
+        if uds and not front:
             remove_stale_socket(uds)
             _bind_address(server, f"unix:{uds}", grpc.ssl_server_credentials(pair))
         if mtls_port is not None:
@@ -125,6 +131,8 @@ class SecureServer:
         await server.start()
         self._grpc = server
         ports = [FrontPort("secure", host, port, self._ads is not None)] if front else []
+        if uds and front:  # (a client certificate is asked for here, as on 15012)
+            ports.append(FrontPort("secure-uds", "", 0, self._ads is not None, path=uds))
         if ca_port is not None:
             ports.append(FrontPort("ca", host, ca_port, xds=False))
         if not ports:
@@ -134,7 +142,7 @@ class SecureServer:
         if front and self._ads is not None:
             xds_socket = self._front.xds_socket()
             inner = grpc.aio.server(options=SERVER_OPTIONS)
-            inner.add_generic_rpc_handlers([ads_handler(self._ads, forwarded=True)])
+            inner.add_generic_rpc_handlers([ads_handler(self._ads, True, authenticate)])
             bind(inner, f"unix:{xds_socket}")  # in the clear: a 0600 socket, Envoy's alone
             await inner.start()
             self._inner = inner

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 import grpc
 from envoy.service.discovery.v3 import discovery_pb2
 
+from meshpilot.model.proxy import VerifiedIdentity
 from meshpilot.xds.connection import Connection, parse_request
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "SEND_BUDGET",
     "SERVER_OPTIONS",
     "AdsStreams",
+    "Authenticator",
     "Outgoing",
     "SendBudget",
     "ads_handler",
@@ -55,6 +57,15 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 
+class Authenticator(Protocol):
+    """The identities a stream's credential proves (security/ads_identity.py); none for a
+    stream that proves nothing. `forwarded`: the stream came through the front Envoy."""
+
+    def __call__(
+        self, context: grpc.aio.ServicerContext, forwarded: bool
+    ) -> tuple[VerifiedIdentity, ...]: ...
+
+
 class AdsStreams(Protocol):
     """What serves one ADS stream (xds/server.py DiscoveryServer)."""
 
@@ -65,6 +76,7 @@ class AdsStreams(Protocol):
         delta: bool,
         wire: bool = False,
         forwarded: bool = False,
+        authenticate: Authenticator | None = None,
     ) -> AsyncIterator[Any]: ...
 
 
@@ -273,13 +285,20 @@ def answered(conn: Connection, budget: SendBudget) -> None:
         conn.charged = 0
 
 
-def ads_handler(server: AdsStreams, forwarded: bool = False) -> grpc.GenericRpcHandler:
-    """`forwarded`: for the front Envoy's private socket (security/front_server.py)."""
+def ads_handler(
+    server: AdsStreams, forwarded: bool = False, authenticate: Authenticator | None = None
+) -> grpc.GenericRpcHandler:
+    """`forwarded`: for the front Envoy's private socket (security/front_server.py).
+    `authenticate`: the TLS ports' (a stream on a port without one proves nothing)."""
     # The stream's own generator, bound by partial (grpc.aio asks whether a handler is an
     # async generator function, and looks through partials): no layer re-yielding every
     # response.
-    sotw = functools.partial(server.stream, delta=False, wire=True, forwarded=forwarded)
-    delta = functools.partial(server.stream, delta=True, wire=True, forwarded=forwarded)
+    sotw, delta = (
+        functools.partial(
+            server.stream, delta=is_delta, wire=True, forwarded=forwarded, authenticate=authenticate
+        )
+        for is_delta in (False, True)
+    )
     return grpc.method_handlers_generic_handler(
         ADS_SERVICE,
         {
@@ -303,6 +322,8 @@ def forwarded_peer(context: grpc.aio.ServicerContext) -> str:
     for key, value in context.invocation_metadata() or ():
         if key == PEER_HEADER:
             text = value.decode("latin-1") if isinstance(value, bytes) else value
+            if text.startswith("/"):  # the front's Unix socket (--secure-uds)
+                return f"unix:{text}"
             return f"ipv6:{text}" if text.startswith("[") else f"ipv4:{text}"
     return str(context.peer())
 

@@ -9,18 +9,27 @@ proxies without one, and always decides interception mode and version.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from envoy.config.core.v3 import base_pb2
 from google.protobuf import json_format
 
-from meshpilot.model.proxy import Proxy, ProxyType, parse_node_id, proxy_from_pod
+from meshpilot.model.proxy import (
+    Proxy,
+    ProxyType,
+    VerifiedIdentity,
+    parse_node_id,
+    proxy_from_pod,
+)
 from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Locality
 
-__all__ = ["NodeInfo", "parse_node", "proxy_for"]
+__all__ = ["NodeInfo", "parse_node", "proxy_for", "verified_identity"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +50,8 @@ class NodeInfo:
     cluster: str = ""
     cluster_id: str = "Kubernetes"  # node metadata CLUSTER_ID (Istio's default)
     vhds: bool = False  # set by the server (settings.vhds on a Delta stream), not the node
+    # Set by the server from the stream's credential (xds/identity.py), never from the node.
+    verified: VerifiedIdentity | None = None
 
     @property
     def id(self) -> str:
@@ -102,6 +113,7 @@ def proxy_for(push: PushContext, info: NodeInfo) -> Proxy:
         intercept=info.interception_mode != "NONE",
         istio_version=info.istio_version or proxy.istio_version,
         vhds=info.vhds and info.type is ProxyType.SIDECAR,
+        verified=info.verified,
     )
 
 
@@ -110,3 +122,27 @@ def _addresses(info: NodeInfo) -> tuple[str, ...]:
     if info.ip and info.ip not in ips:
         ips.insert(0, info.ip)
     return tuple(ips)
+
+
+def verified_identity(
+    info: NodeInfo, identities: Sequence[VerifiedIdentity]
+) -> VerifiedIdentity | None:
+    """The proven identity that matches what the node claims (Istio's
+    checkConnectionIdentity): its namespace, and its service account if it names one. None
+    (unverified, logged) when the credential proves another workload."""
+    for identity in identities:
+        if identity.namespace != info.namespace:
+            continue
+        if info.service_account and identity.service_account != info.service_account:
+            continue
+        return identity
+    if identities:
+        claimed = f"ns/{info.namespace}/sa/{info.service_account or '*'}"
+        proven = ", ".join(map(str, identities))
+        log.warning(
+            "ADS: %s claims %s but its credential proves %s: served as unverified",
+            info.id,
+            claimed,
+            proven,
+        )
+    return None

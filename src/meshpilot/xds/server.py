@@ -55,6 +55,7 @@ from meshpilot.xds.debounce import Debouncer
 from meshpilot.xds.grpc_service import (
     SEND_BUDGET,
     SERVER_OPTIONS,
+    Authenticator,
     SendBudget,
     ads_handler,
     answered,
@@ -66,7 +67,7 @@ from meshpilot.xds.grpc_service import (
     serialize_response,
 )
 from meshpilot.xds.metrics import Metrics
-from meshpilot.xds.node import parse_node, proxy_for
+from meshpilot.xds.node import parse_node, proxy_for, verified_identity
 from meshpilot.xds.push_heap import PushHeap
 from meshpilot.xds.push_queue import PushQueue
 from meshpilot.xds.push_request import (
@@ -324,12 +325,14 @@ class DiscoveryServer:
         delta: bool,
         wire: bool = False,
         forwarded: bool = False,
+        authenticate: Authenticator | None = None,
     ) -> AsyncIterator[Any]:
         """One ADS stream: its first request names the node; then requests and pushes
         (xds/stream_loop.py). With `wire`, responses are `Outgoing` shells around serialized
         bytes (the handler's serializer must be `serialize_response`); else they are
         response messages. `forwarded`: the stream came through the front Envoy, whose
-        x-meshpilot-peer names the proxy's address."""
+        x-meshpilot-peer names the proxy's address. `authenticate`: what the stream's
+        credential proves (TLS ports only); without it the proxy is unverified."""
         try:
             first = await anext(requests)
         except StopAsyncIteration:
@@ -341,8 +344,10 @@ class DiscoveryServer:
             return
         if delta and self.settings.vhds:
             node = replace(node, vhds=True)
-        push = self.push_context
         peer = forwarded_peer(context) if forwarded else context.peer()
+        if authenticate is not None:
+            node = replace(node, verified=verified_identity(node, authenticate(context, forwarded)))
+        push = self.push_context
         conn = Connection(node, proxy_for(push, node), push, delta=delta, peer=peer)
         del push  # the connection follows the pushes; this frame lives as long as the stream
         self._connect(conn)
@@ -362,7 +367,11 @@ class DiscoveryServer:
         self.connections[conn.id] = conn
         self._count_clients(conn, 1)
         log.info(
-            "ADS: %s connected (%s, %s)", conn.id, "delta" if conn.delta else "sotw", conn.peer
+            "ADS: %s connected (%s, %s, %s)",
+            conn.id,
+            "delta" if conn.delta else "sotw",
+            conn.peer,
+            conn.node.verified or "unverified",
         )
 
     def _disconnect(self, conn: Connection) -> None:

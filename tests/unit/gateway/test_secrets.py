@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 
-from meshpilot.model.proxy import ProxyType
+from meshpilot.model.proxy import ProxyType, VerifiedIdentity
 from meshpilot.xds.generate.secrets import generate_secrets
 from tests.conftest import proxy_for, push_from_text
 from tests.unit.gateway.meshes import GATEWAY_POD, INGRESS, gateway, gateway_config, join, listener
@@ -105,6 +106,18 @@ def test_secret_is_read_from_the_proxy_namespace_only() -> None:
     assert secrets_for(names, elsewhere) == {}
     own = secrets_for(["kubernetes://istio-system/shop-cert"], TLS_SECRET)
     assert list(own) == ["kubernetes://istio-system/shop-cert"]
+
+
+def test_only_a_proxy_proven_in_the_secrets_namespace_gets_it() -> None:
+    """Unverified (plaintext, or nothing proven): nothing at all; proven as another
+    namespace's workload: not even the Secret of the namespace its node id claims."""
+    _, push = push_from_text(join(INGRESS, TLS_SECRET))
+    proven = proxy_for(push, GATEWAY_POD, ProxyType.ROUTER)
+    names = ["kubernetes://shop-cert", "kubernetes://shop-cert-cacert"]
+    assert len(generate_secrets(push, proven, names)) == 2
+    assert generate_secrets(push, replace(proven, verified=None), names) == []
+    other = VerifiedIdentity("shop", proven.service_account)
+    assert generate_secrets(push, replace(proven, verified=other), names) == []
 
 
 def test_agent_secrets_and_wildcard_requests_are_not_answered() -> None:

@@ -19,7 +19,7 @@ from typing import Any, cast
 from meshpilot.config.kinds import Kind
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.objects import ConfigObject
-from meshpilot.model.proxy import ProxyType, proxy_from_pod
+from meshpilot.model.proxy import ProxyType, as_verified, proxy_from_pod
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.relevance import ALL_TYPES
 from meshpilot.xds.generate import generate_proxy_config, generator
@@ -102,7 +102,8 @@ def translate_class(
     some xDS types (the ones a change can affect, model/relevance.py): CDS, LDS and RDS are
     generated whole (every resource, not only those a listener names), both sides alike;
     EDS and SDS need the names the other types subscribe to, so they mean a full run."""
-    proxy = proxy_from_pod(klass.pods[0], klass.proxy_type, push.domain_suffix)
+    # As served over a verified stream: a change to its secrets shows in the preview.
+    proxy = as_verified(proxy_from_pod(klass.pods[0], klass.proxy_type, push.domain_suffix))
     if types & {"eds", "sds"}:
         types = ALL_TYPES
     if types == ALL_TYPES:

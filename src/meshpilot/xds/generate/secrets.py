@@ -1,9 +1,13 @@
 """SDS secrets the control plane serves over ADS: `credentialName` certificates
 (Istio's pilot/pkg/xds/sds.go and pilot/pkg/credentials/kube/secrets.go).
 
+- Only a proxy whose stream proved its identity (`Proxy.verified`: a client certificate or a
+  token, xds/identity.py) is served any: a plaintext stream, or one that proved nothing, is
+  answered with no resources (Istio: "not authorized to receive secrets", one log line).
 - `kubernetes://<name>` (or `kubernetes://<namespace>/<name>`) reads Secret `<name>` in the
-  proxy's own namespace; any other namespace is refused, as Istio refuses it without a
-  ReferenceGrant. Keys `cert`/`key` win over `tls.crt`/`tls.key` (any Secret type), plus
+  proxy's own namespace, which must be its verified identity's; any other namespace is
+  refused, as Istio refuses it without a ReferenceGrant (one log line naming the refused
+  resources). Keys `cert`/`key` win over `tls.crt`/`tls.key` (any Secret type), plus
   `tls.ocsp-staple` as the OCSP staple -> a `tls_certificate` secret.
 - `kubernetes://<name>-cacert` -> a `validation_context` with `trusted_ca` (and `crl`): from
   Secret `<name>-cacert` if it exists, else from Secret `<name>`; keys `cacert` (+`crl`), then
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 
@@ -29,6 +34,8 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.xds.names import CACERT_SUFFIX, CREDENTIAL_PREFIX
 
 __all__ = ["generate_secrets", "secret_resource"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +125,35 @@ def secret_resource(push: PushContext, ref: SecretRef) -> secret_pb2.Secret | No
 def generate_secrets(
     push: PushContext, proxy: Proxy, names: Collection[str] | None
 ) -> list[secret_pb2.Secret]:
-    """The `kubernetes://` secrets among `names`, sorted; SDS is never wildcard (None: none)."""
+    """The `kubernetes://` secrets among `names` that the proxy's verified identity may read,
+    sorted; SDS is never wildcard (None: none)."""
+    refs = [
+        ref
+        for ref in (parse_resource(r, proxy.namespace) for r in sorted(set(names or ())))
+        if ref is not None
+    ]
+    if not refs:
+        return []
+    verified = proxy.verified
+    if verified is None:
+        log.warning(
+            "SDS: proxy %s is not authorized to receive secrets (%d asked): it proved no "
+            "identity; connect over the TLS port with the workload certificate or a token",
+            proxy.id,
+            len(refs),
+        )
+        return []
+    allowed = [r for r in refs if r.namespace == verified.namespace == proxy.namespace]
+    if len(allowed) < len(refs):
+        denied = sorted(r.resource for r in refs if r not in allowed)
+        log.warning(
+            "SDS: proxy %s (%s) may not read %s: a secret is served only to its own namespace",
+            proxy.id,
+            verified,
+            ", ".join(denied[:3]) + (f" and {len(denied) - 3} more" if len(denied) > 3 else ""),
+        )
     out = []
-    for resource in sorted(set(names or ())):
-        ref = parse_resource(resource, proxy.namespace)
-        if ref is None or ref.namespace != proxy.namespace:
-            continue
+    for ref in allowed:
         secret = secret_resource(push, ref)
         if secret is not None:
             out.append(secret)
