@@ -148,7 +148,8 @@ def update_password(
     server_url: str,
 ) -> None:  # fmt: skip
     client = _client(server_url)
-    name = _me(client, account_name)
+    me = _me(client, None)
+    name = account_name or me
     if current_password is None:
         current_password = click.prompt("Current password", hide_input=True)
     if new_password is None:
@@ -156,6 +157,10 @@ def update_password(
     body = {"name": name, "currentPassword": current_password, "newPassword": new_password}
     client.call("PUT", "/api/v1/account/password", body)
     click.echo(f"Password updated for {name}; its sessions have ended")
+    if name == me:  # ours too: log in again with the new password, as argocd does
+        answer = client.call("POST", "/api/v1/session", {"username": me, "password": new_password})
+        save_token(client.base, me, str(answer.get("token") or ""))
+        click.echo(f"'{me}' logged in again")
 
 
 @account.command("generate-token")

@@ -11,13 +11,12 @@ key of the server's private state directory, project role tokens, optional anony
 """
 
 from meshpilot.gitops.auth.accounts import ANONYMOUS, Account, AuthConfig, TokenRecord, auth_config
-from meshpilot.gitops.auth.authenticator import SESSION_TTL, Authenticator, Subject
+from meshpilot.gitops.auth.authenticator import Authenticator, Subject
 from meshpilot.gitops.auth.jwt import Claims, Unauthenticated, sign, verify
 from meshpilot.gitops.auth.state import ServerState
 
 __all__ = [
     "ANONYMOUS",
-    "SESSION_TTL",
     "Account",
     "AuthConfig",
     "Authenticator",

@@ -7,6 +7,7 @@ of argocd-cm or argocd-secret counts at once, as in Argo CD):
       admin.enabled: "false"               disables the built-in admin (capability login;
                                            `accounts.admin: apiKey, login` changes them)
       users.anonymous.enabled: "true"      requests without a token act as `anonymous`
+      users.session.duration: "24h"        lifetime of a login session (default 24h)
     Secret argocd/argocd-secret
       admin.password, admin.passwordMtime  bcrypt hash, RFC 3339 time of the last change
       accounts.<name>.password, accounts.<name>.passwordMtime
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from meshpilot.config.duration import parse_duration
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.gitops.projects import CONTROL_NAMESPACE
@@ -46,6 +48,7 @@ ANONYMOUS = "anonymous"
 CONFIG_MAP = "argocd-cm"
 SECRET = "argocd-secret"
 LOGIN, API_KEY = "login", "apiKey"
+SESSION_SECONDS = 24 * 3600  # Argo CD's default users.session.duration
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +86,7 @@ class Account:
 class AuthConfig:
     accounts: Mapping[str, Account]
     anonymous_enabled: bool = False
+    session_seconds: int = SESSION_SECONDS
 
 
 def secret_key(account: str, item: str) -> str:
@@ -158,4 +162,12 @@ def auth_config(snapshot: StoreSnapshot) -> AuthConfig:
             tokens=_tokens(secret.get(secret_key(name, "tokens"), "")),
         )
     anonymous = cm.get("users.anonymous.enabled", "").strip().lower() == "true"
-    return AuthConfig(accounts, anonymous)
+    return AuthConfig(accounts, anonymous, _session_seconds(cm.get("users.session.duration", "")))
+
+
+def _session_seconds(text: str) -> int:
+    try:
+        seconds = int(parse_duration(text.strip()) / 1e9) if text.strip() else SESSION_SECONDS
+    except ValueError:
+        return SESSION_SECONDS  # unreadable: the default, never an endless session
+    return seconds if seconds > 0 else SESSION_SECONDS

@@ -41,9 +41,7 @@ from meshpilot.gitops.projects import CONTROL_NAMESPACE
 from meshpilot.gitops.rbac import Enforcer, policy_from_config_map
 from meshpilot.store.writes import LiveStore
 
-__all__ = ["SESSION_TTL", "Authenticator", "Subject"]
-
-SESSION_TTL = 24 * 3600  # Argo CD's default users.session.duration
+__all__ = ["Authenticator", "Subject"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +51,9 @@ class Subject:
 
 
 class Authenticator:
-    def __init__(self, store: LiveStore, state: ServerState, session_ttl: int = SESSION_TTL):
+    def __init__(self, store: LiveStore, state: ServerState) -> None:
         self.store = store
         self.state = state
-        self.session_ttl = session_ttl
 
     # -- first start ---------------------------------------------------------------------
 
@@ -94,13 +91,15 @@ class Authenticator:
     # -- sessions ------------------------------------------------------------------------
 
     def login(self, username: str, password: str) -> str:
-        account = auth_config(self.store.snapshot()).accounts.get(username)
+        config = auth_config(self.store.snapshot())
+        account = config.accounts.get(username)
         ok = check_password(password, account.password_hash if account else "")
         if not ok or account is None or not account.can_login:
             # One message for every case: no hint whether the account exists.
             raise Unauthenticated("invalid username or password")
         now = int(time.time())
-        claims = Claims(f"{username}:{LOGIN}", str(uuid.uuid4()), now, now + self.session_ttl)
+        expires = now + config.session_seconds
+        claims = Claims(f"{username}:{LOGIN}", str(uuid.uuid4()), now, expires)
         return sign(claims, self.state.key)
 
     def logout(self, subject: Subject) -> None:

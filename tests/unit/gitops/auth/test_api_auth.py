@@ -11,7 +11,7 @@ import stat
 import time
 from pathlib import Path
 
-from meshpilot.gitops.auth import Claims, sign
+from meshpilot.gitops.auth import Claims, sign, verify
 from tests.unit.gitops.auth.env import config_map, put, serving
 from tests.unit.gitops.controller.env import app_manifest, make_world
 
@@ -212,3 +212,29 @@ def _key(kind: str, name: str):  # type: ignore[no-untyped-def]
     from meshpilot.config.kinds import Kind
 
     return ConfigKey(Kind(kind), "argocd", name)
+
+
+def test_session_lifetime_and_a_password_change_ends_sessions(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    put(world, config_map("argocd-cm", {"users.session.duration": "1h"}))
+    with serving(world) as api:
+        token = api.admin_token()
+        claims = verify(token, api.server.auth.state.key)
+        assert (claims.sub, claims.exp - claims.iat) == ("admin:login", 3600)
+        password = api.server.auth.state.initial_password_file.read_text().strip()
+        change = {"currentPassword": "wrong-one", "newPassword": "new-admin-pw"}
+        status, answer = api.call("PUT", "/api/v1/account/password", change, token=token)
+        assert (status, answer["message"]) == (400, "current password does not match")
+        change["currentPassword"] = password
+        change["newPassword"] = "short"
+        status, answer = api.call("PUT", "/api/v1/account/password", change, token=token)
+        assert (status, answer["message"]) == (
+            400,
+            "the new password must be 8 to 32 characters long",
+        )
+        change["newPassword"] = "new-admin-pw"
+        time.sleep(1.1)  # passwordMtime has a one-second grain, as Argo CD's
+        assert api.call("PUT", "/api/v1/account/password", change, token=token) == (200, {})
+        status, answer = api.call("GET", APPS, token=token)
+        assert status == 401 and "password has changed" in answer["message"]
+        assert api.call("GET", APPS, token=api.login("admin", "new-admin-pw"))[0] == 200
