@@ -6,6 +6,7 @@ key of the server's private state directory, project role tokens, optional anony
     accounts.py       accounts and their records, read from the store
     passwords.py      bcrypt
     state.py          the server's private files (key, initial admin password, logouts)
+    throttle.py       failed logins per account name
     records.py        writes of passwords and token records into the store
     authenticator.py  who is calling; logins and tokens
 """

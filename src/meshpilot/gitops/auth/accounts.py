@@ -2,7 +2,8 @@
 of argocd-cm or argocd-secret counts at once, as in Argo CD):
 
     ConfigMap argocd/argocd-cm
-      accounts.<name>: "apiKey, login"     capabilities (apiKey: API tokens; login: sessions)
+      accounts.<name>: "apiKey, login"     capabilities (apiKey: API tokens; login: sessions);
+                                           names: 1-32 characters without `:`, `,` or spaces
       accounts.<name>.enabled: "false"     disables the account (default enabled)
       admin.enabled: "false"               disables the built-in admin (capability login;
                                            `accounts.admin: apiKey, login` changes them)
@@ -145,6 +146,9 @@ def auth_config(snapshot: StoreSnapshot) -> AuthConfig:
         for k in cm
         if k.startswith("accounts.") and not k.endswith(".enabled")
     }
+    # A name with `:` or `,` could pose as an RBAC role or a project role subject
+    # (`role:admin`, `proj:p:r`); Argo CD's names are at most 32 characters.
+    names = {n for n in names if n and len(n) <= 32 and not set(n) & set(":, ")}
     accounts = {}
     for name in sorted(names):
         if name == ADMIN:

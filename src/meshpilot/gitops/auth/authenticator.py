@@ -35,6 +35,7 @@ from meshpilot.gitops.auth.jwt import Claims, Unauthenticated, sign, verify
 from meshpilot.gitops.auth.passwords import check_password, generate_password, hash_password
 from meshpilot.gitops.auth.records import set_role_tokens, set_secret_values
 from meshpilot.gitops.auth.state import ServerState
+from meshpilot.gitops.auth.throttle import LoginThrottle
 from meshpilot.gitops.errors import GitopsError
 from meshpilot.gitops.model import AppProject, ProjectRole
 from meshpilot.gitops.projects import CONTROL_NAMESPACE
@@ -51,9 +52,12 @@ class Subject:
 
 
 class Authenticator:
-    def __init__(self, store: LiveStore, state: ServerState) -> None:
+    def __init__(
+        self, store: LiveStore, state: ServerState, throttle: LoginThrottle | None = None
+    ) -> None:
         self.store = store
         self.state = state
+        self.throttle = throttle or LoginThrottle()
 
     # -- first start ---------------------------------------------------------------------
 
@@ -91,12 +95,16 @@ class Authenticator:
     # -- sessions ------------------------------------------------------------------------
 
     def login(self, username: str, password: str) -> str:
+        if self.throttle.blocked(username):
+            raise Unauthenticated("too many failed logins for this account: try again later")
         config = auth_config(self.store.snapshot())
         account = config.accounts.get(username)
         ok = check_password(password, account.password_hash if account else "")
         if not ok or account is None or not account.can_login:
+            self.throttle.failed(username)
             # One message for every case: no hint whether the account exists.
             raise Unauthenticated("invalid username or password")
+        self.throttle.succeeded(username)
         now = int(time.time())
         expires = now + config.session_seconds
         claims = Claims(f"{username}:{LOGIN}", str(uuid.uuid4()), now, expires)

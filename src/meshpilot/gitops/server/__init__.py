@@ -8,8 +8,8 @@ told otherwise:
     GET  /metrics              argocd_app_info, argocd_app_sync_total, argocd_app_reconcile
     GET  /healthz              ok
 
-Everything under /api/v1/ but the login itself answers 401 without valid credentials
-(gitops/auth), before any handler runs: a route added later is closed until it says who.
+Every path but the login, the webhook, /metrics and /healthz answers 401 without valid
+credentials (gitops/auth), before any handler runs: a route added later is closed too.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from urllib.parse import unquote
 
 from meshpilot import http1
 from meshpilot.gitops.auth import Authenticator, ServerState, Unauthenticated
 from meshpilot.gitops.controller.loop import Controller
 from meshpilot.gitops.notify.delivery import PullRequestIndex
 from meshpilot.gitops.server.api import ApplicationApi
-from meshpilot.gitops.server.auth_api import LOGIN_PATH, AuthApi
+from meshpilot.gitops.server.auth_api import AuthApi
 from meshpilot.gitops.server.http import Request, Response, Router, serve
 from meshpilot.gitops.server.webhook import WebhookError, WebhookSecrets, parse_webhook
 
@@ -37,16 +38,24 @@ def default_state_dir(store_root: str | Path) -> Path:
     return Path(store_root) / ".gitops" / "server"
 
 
+# What answers without credentials: the login itself, webhooks (their own secrets), and the
+# monitoring paths. Everything else, present or future, needs a valid token.
+_PUBLIC = frozenset({
+    ("POST", "api/v1/session"), ("POST", "api/webhook"), ("GET", "metrics"), ("GET", "healthz"),
+})  # fmt: skip
+
+
 class _AuthenticatedRouter(Router):
-    """Refuses /api/v1/ requests without valid credentials before routing them."""
+    """Refuses requests without valid credentials before routing them, but for _PUBLIC."""
 
     def __init__(self, auth: Authenticator) -> None:
         super().__init__()
         self.auth = auth
 
     async def dispatch(self, request: Request) -> http1.Response:
-        is_login = request.method == "POST" and request.path.rstrip("/") == LOGIN_PATH
-        if request.path.startswith("/api/v1/") and not is_login:
+        # The path as Router.dispatch reads it: `//api/%761/...` is /api/v1/... too.
+        path = "/".join(unquote(p) for p in request.path.strip("/").split("/"))
+        if (request.method, path) not in _PUBLIC:
             try:
                 await asyncio.to_thread(self.auth.authenticate, request.headers)
             except Unauthenticated as exc:

@@ -52,6 +52,11 @@ class Served:
         assert status == 200, answer
         return str(answer["token"])
 
+    def login_after_reset(self, username: str, password: str) -> str:
+        """A login once the failed-login window has passed (reset instead of waiting)."""
+        self.server.auth.throttle.succeeded(username)
+        return self.login(username, password)
+
     def admin_token(self) -> str:
         path = self.server.auth.ensure_admin_password() or str(
             self.server.auth.state.initial_password_file

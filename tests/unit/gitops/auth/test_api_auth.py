@@ -33,6 +33,8 @@ def test_no_token_and_self_asserted_user_headers_get_401(tmp_path: Path) -> None
             api.call("GET", APPS + "/argocd/shop", headers={"Authorization": "Basic x"})[0] == 401
         )
         assert api.call("GET", "/api/v1/no/such/path")[0] == 401  # closed before routing
+        for spelled in ("//api/v1/applications", "/api/%761/applications/", "/API/v1/x"):
+            assert api.call("GET", spelled)[0] == 401, spelled
         assert api.call("GET", "/healthz")[0] == 200  # not the API
 
 
@@ -238,3 +240,23 @@ def test_session_lifetime_and_a_password_change_ends_sessions(tmp_path: Path) ->
         status, answer = api.call("GET", APPS, token=token)
         assert status == 401 and "password has changed" in answer["message"]
         assert api.call("GET", APPS, token=api.login("admin", "new-admin-pw"))[0] == 200
+
+
+def test_repeated_failed_logins_lock_the_name_and_role_names_are_no_accounts(
+    tmp_path: Path,
+) -> None:
+    world = make_world(tmp_path)
+    put(world, config_map("argocd-cm", {"accounts.role:admin": "login, apiKey"}))
+    with serving(world) as api:
+        api.server.auth.ensure_admin_password()
+        password = api.server.auth.state.initial_password_file.read_text().strip()
+        wrong = {"username": "admin", "password": "guess"}
+        for _ in range(5):
+            assert api.call("POST", "/api/v1/session", wrong)[1]["message"] == (
+                "invalid username or password"
+            )
+        right = {"username": "admin", "password": password}
+        status, answer = api.call("POST", "/api/v1/session", right)
+        assert status == 401 and "too many failed logins" in answer["message"]
+        listed = api.call("GET", "/api/v1/account", token=api.login_after_reset("admin", password))
+        assert [a["name"] for a in listed[1]["items"]] == ["admin"]  # not `role:admin`
