@@ -17,6 +17,7 @@ other verbs use it, or --auth-token. `generate-token` and `create-token` print t
 
 from __future__ import annotations
 
+import datetime as dt
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -57,6 +58,13 @@ def _seconds(value: str) -> int:
 
 def _q(text: str) -> str:
     return urllib.parse.quote(text, safe="")
+
+
+def _when(epoch: object) -> str:
+    """An RFC 3339 time from a JWT's iat/exp; `never` for none."""
+    if not isinstance(epoch, int):
+        return "never"
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat().replace("+00:00", "Z")
 
 
 def _me(client: ApiClient, account: str | None) -> str:
@@ -130,11 +138,10 @@ def get_account(account_name: str | None, server_url: str) -> None:
     click.echo(f"{'Name:':<14}{answer.get('name')}")
     click.echo(f"{'Enabled:':<14}{str(answer.get('enabled')).lower()}")
     click.echo(f"{'Capabilities:':<14}{', '.join(answer.get('capabilities') or [])}")
-    click.echo("\nTokens:\nID                                    ISSUED AT   EXPIRES AT")
+    click.echo(f"\nTokens:\n{'ID':<38}{'ISSUED AT':<22}EXPIRES AT")
     for token in answer.get("tokens") or []:
-        click.echo(
-            f"{token.get('id', ''):<38}{token.get('iat', '')!s:<12}{token.get('exp', 'never')}"
-        )
+        issued, expires = _when(token.get("iat")), _when(token.get("exp"))
+        click.echo(f"{token.get('id', ''):<38}{issued:<22}{expires}")
 
 
 @account.command("update-password")
@@ -216,7 +223,8 @@ def create_token(
     path = f"/api/v1/projects/{_q(project)}/roles/{_q(role_name)}/token"
     answer = client.call("POST", path, body)
     click.echo(f"Create token succeeded for proj:{project}:{role_name}.", err=True)
-    click.echo(f"  ID: {answer.get('id')}\n  Expires At: {answer.get('exp', 'never')}", err=True)
+    click.echo(f"  ID: {answer.get('id')}\n  Issued At: {_when(answer.get('iat'))}", err=True)
+    click.echo(f"  Expires At: {_when(answer.get('exp'))}", err=True)
     click.echo(answer.get("token"))
 
 
