@@ -10,9 +10,18 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-__all__ = ["STORE_ENV", "Ports", "Settings", "default_ca_dir", "default_store_dir"]
+__all__ = [
+    "GITOPS_CONFIG_ENV",
+    "STORE_ENV",
+    "Ports",
+    "Settings",
+    "default_ca_dir",
+    "default_gitops_config",
+    "default_store_dir",
+]
 
 STORE_ENV = "MESHPILOT_STORE"  # the live store directory of apply/get/delete, gitops, discovery
+GITOPS_CONFIG_ENV = "MESHPILOT_GITOPS_CONFIG"  # the CLI's tokens of `gitops login`
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +112,16 @@ def default_store_dir(env: Mapping[str, str] | None = None) -> str:
     """The live store directory: $MESHPILOT_STORE, else ~/.meshpilot/store."""
     env = os.environ if env is None else env
     return env.get(STORE_ENV) or os.path.expanduser("~/.meshpilot/store")
+
+
+def default_gitops_config(env: Mapping[str, str] | None = None) -> str:
+    """Where `meshpilot gitops login` keeps its tokens (0600): $MESHPILOT_GITOPS_CONFIG, else
+    $XDG_CONFIG_HOME/meshpilot/gitops.yaml, else ~/.config/meshpilot/gitops.yaml."""
+    env = os.environ if env is None else env
+    if env.get(GITOPS_CONFIG_ENV):
+        return env[GITOPS_CONFIG_ENV]
+    base = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    return os.path.join(base, "meshpilot", "gitops.yaml")
 
 
 def _seconds(text: str) -> float:

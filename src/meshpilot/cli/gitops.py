@@ -226,3 +226,8 @@ register_ops(gitops)
 from meshpilot.cli.gitops_serve import serve  # noqa: E402  (controller + API)
 
 gitops.add_command(serve)
+
+
+from meshpilot.cli.gitops_auth import register_auth  # noqa: E402  (login, account, proj)
+
+register_auth(gitops)

@@ -1,7 +1,8 @@
 """The gitops verbs with `--server URL`: the same output and exit codes as acting on the
 store directly, but the work is done by a running `meshpilot gitops serve` through its JSON
-API (gitops/server/api.py). `--as/--groups` travel as the headers the server checks
-against its RBAC policy; `--store`, `--repo-cache` and `--rbac` belong to the direct mode.
+API (gitops/server/api.py), as the account of `meshpilot gitops login` (or the API token of
+`--auth-token` / $MESHPILOT_AUTH_TOKEN). `--as/--groups`, `--store`, `--repo-cache` and
+`--rbac` belong to the direct mode: the server judges who the token says, nothing else.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, TypeVar, cast
 
 import click
 
+from meshpilot.cli.gitops_config import auth_options, token_for
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.loader import load_documents
 from meshpilot.config.objects import ConfigObject
@@ -40,6 +42,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def server_option(func: F) -> F:
+    func = auth_options(func)
     return click.option(
         "--server",
         "server_url",
@@ -54,8 +57,13 @@ def client_for(
 ) -> ApiClient:
     if rbac_file:
         raise click.UsageError("--rbac applies to the local store; the server uses its own policy")
-    names = tuple(g.strip() for item in groups for g in item.split(",") if g.strip())
-    return ApiClient(url, as_user, names)
+    if as_user or groups:
+        raise click.UsageError(
+            "--as/--groups apply to the local store; with --server you act as the account you "
+            "logged in as (`meshpilot gitops login`) or the one of --auth-token"
+        )
+    client = ApiClient(url)
+    return ApiClient(url, token_for(client.base))
 
 
 def _objects(manifests: list[dict[str, Any]]) -> list[ConfigObject[Application]]:

@@ -3,14 +3,19 @@
 
     meshpilot gitops serve [--store DIR] [--listen 127.0.0.1:8080] [--app-resync 180s]
                            [--self-heal-timeout 5s] [--notifications FILE] [--repo-cache DIR]
+                           [--state-dir DIR]
 
 Reconciles every Application in the store (resync interval, push webhooks at
 /api/webhook, drift from the store's change feed), syncs automated apps, sends
 notifications (from --notifications FILE, else the store's argocd-notifications-cm), and
-serves the JSON API that `gitops ... --server URL` uses. Webhook secrets come from
-$MESHPILOT_WEBHOOK_GITHUB_SECRET / $MESHPILOT_WEBHOOK_GITLAB_SECRET, else the store's
-`argocd-secret` (`webhook.github.secret`, `webhook.gitlab.secret`). SIGTERM or SIGINT stop
-it cleanly: the running reconciles finish, queued notifications are sent (5 s at most).
+serves the JSON API that `gitops ... --server URL` uses, to authenticated callers only
+(gitops/auth: `gitops login`, API tokens; on first start the admin's generated password is
+written to <state-dir>/initial-admin-password, 0600, and the path is printed). Webhook
+secrets come from $MESHPILOT_WEBHOOK_{GITHUB_SECRET,GITLAB_SECRET,BITBUCKET_UUID,
+BITBUCKETSERVER_SECRET}, else the store's `argocd-secret` (`webhook.github.secret`,
+`webhook.gitlab.secret`, `webhook.bitbucket.uuid`, `webhook.bitbucketserver.secret`).
+SIGTERM or SIGINT stop it cleanly: the running reconciles finish, queued notifications are
+sent (5 s at most).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import click
 from meshpilot.cli.live import open_store, store_option, user_errors
 from meshpilot.config.duration import parse_duration
 from meshpilot.config.kinds import Kind
+from meshpilot.gitops.auth import Authenticator, ServerState
 from meshpilot.gitops.controller import CachingRepoService, Controller, ControllerSettings
 from meshpilot.gitops.model import register_gitops_kinds
 from meshpilot.gitops.notify import (
@@ -44,7 +50,7 @@ from meshpilot.gitops.notify import (
 from meshpilot.gitops.render import Renderer, RendererConfig
 from meshpilot.gitops.render.sops import load_identities
 from meshpilot.gitops.repo import repo_settings_from_store
-from meshpilot.gitops.server import GitopsServer, WebhookSecrets
+from meshpilot.gitops.server import GitopsServer, WebhookSecrets, default_state_dir
 from meshpilot.gitops.source import ChartDetector, chart_detector
 from meshpilot.store.directory import DirectoryStore
 
@@ -99,9 +105,14 @@ def _webhook_secrets(store: DirectoryStore) -> WebhookSecrets:
         except (binascii.Error, UnicodeDecodeError):
             return ""
 
+    def value(env: str, key: str) -> str:
+        return os.environ.get(f"MESHPILOT_WEBHOOK_{env}") or stored(key)
+
     return WebhookSecrets(
-        github=os.environ.get("MESHPILOT_WEBHOOK_GITHUB_SECRET") or stored("webhook.github.secret"),
-        gitlab=os.environ.get("MESHPILOT_WEBHOOK_GITLAB_SECRET") or stored("webhook.gitlab.secret"),
+        github=value("GITHUB_SECRET", "webhook.github.secret"),
+        gitlab=value("GITLAB_SECRET", "webhook.gitlab.secret"),
+        bitbucket_uuid=value("BITBUCKET_UUID", "webhook.bitbucket.uuid"),
+        bitbucket_server=value("BITBUCKETSERVER_SECRET", "webhook.bitbucketserver.secret"),
     )
 
 
@@ -131,10 +142,16 @@ def _webhook_secrets(store: DirectoryStore) -> WebhookSecrets:
     metavar="DIR",
     help="Where repositories are cloned.  [default: <store>/.gitops/repo-cache]",
 )
+@click.option(
+    "--state-dir",
+    metavar="DIR",
+    help="The server's private directory (0700): token signing key, initial admin password. "
+    " [default: <store>/.gitops/server]",
+)
 @user_errors
 def serve(
     store_dir: str | None, listen: str, app_resync: str, self_heal_timeout: str,
-    notifications_file: str | None, repo_cache: str | None,
+    notifications_file: str | None, repo_cache: str | None, state_dir: str | None,
 ) -> None:  # fmt: skip
     """Run the GitOps controller and API (argocd-application-controller + server)."""
     if not logging.getLogger().handlers:
@@ -156,7 +173,9 @@ def serve(
     )
     renderer = Renderer(repos, RendererConfig(age_identities=identities))
     config = _notifications(store, notifications_file)
-    asyncio.run(_run(store, renderer, settings, config, host, port, chart_detector(repos)))
+    state = ServerState(Path(state_dir) if state_dir else default_state_dir(store.root))
+    auth = Authenticator(store, state)
+    asyncio.run(_run(store, renderer, settings, config, (host, port), chart_detector(repos), auth))
 
 
 async def _run(
@@ -164,9 +183,9 @@ async def _run(
     renderer: Renderer,
     settings: ControllerSettings,
     config: NotificationConfig,
-    host: str,
-    port: int,
+    listen: tuple[str, int],
     has_chart: ChartDetector,
+    auth: Authenticator,
 ) -> None:
     pull_requests = PullRequestIndex()
 
@@ -177,14 +196,23 @@ async def _run(
 
     notifier = Notifier(config, redactor, pull_requests)
     controller = Controller(store, renderer, settings, notifier, has_chart)
-    server = GitopsServer(controller, _webhook_secrets(store), pull_requests)
-    bound = await server.start(host, port)
+    server = GitopsServer(controller, _webhook_secrets(store), pull_requests, auth)
+    host = listen[0]
+    bound = await server.start(*listen)
     click.echo(
         f"gitops serve: store {store.root}, API http://{host}:{bound}, "
         f"resync {settings.app_resync:g}s, notifications "
         f"{'on' if notifier.enabled else 'off'}",
         err=True,
     )
+    initial = await asyncio.to_thread(auth.ensure_admin_password)
+    if initial is not None:  # the path only: the password never reaches a terminal or log
+        click.echo(
+            f"gitops serve: generated the initial password of 'admin' in {initial} (0600); "
+            "log in with `meshpilot gitops login --server URL --username admin`, then "
+            "change it (`meshpilot gitops account update-password`) and delete the file",
+            err=True,
+        )
     notifier.start()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

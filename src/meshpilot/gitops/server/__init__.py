@@ -2,25 +2,65 @@
 told otherwise:
 
     POST /api/webhook          git push webhooks → immediate refresh of matching apps
+                               (verified with the secrets of argocd-secret when set)
+    /api/v1/session, account   login, logout, accounts and API tokens (auth_api.py)
     /api/v1/applications/...   JSON API for the CLI's `--server URL` (api.py)
     GET  /metrics              argocd_app_info, argocd_app_sync_total, argocd_app_reconcile
     GET  /healthz              ok
+
+Every path but the login, the webhook, /metrics and /healthz answers 401 without valid
+credentials (gitops/auth), before any handler runs: a route added later is closed too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
+from urllib.parse import unquote
 
+from meshpilot import http1
+from meshpilot.gitops.auth import Authenticator, ServerState, Unauthenticated
 from meshpilot.gitops.controller.loop import Controller
 from meshpilot.gitops.notify.delivery import PullRequestIndex
 from meshpilot.gitops.server.api import ApplicationApi
+from meshpilot.gitops.server.auth_api import AuthApi
 from meshpilot.gitops.server.http import Request, Response, Router, serve
 from meshpilot.gitops.server.webhook import WebhookError, WebhookSecrets, parse_webhook
 
-__all__ = ["GitopsServer", "WebhookSecrets"]
+__all__ = ["GitopsServer", "WebhookSecrets", "default_state_dir"]
 
 log = logging.getLogger(__name__)
+
+
+def default_state_dir(store_root: str | Path) -> Path:
+    """The server's private directory (token key, initial admin password): in the store."""
+    return Path(store_root) / ".gitops" / "server"
+
+
+# What answers without credentials: the login itself, webhooks (their own secrets), and the
+# monitoring paths. Everything else, present or future, needs a valid token.
+_PUBLIC = frozenset({
+    ("POST", "api/v1/session"), ("POST", "api/webhook"), ("GET", "metrics"), ("GET", "healthz"),
+})  # fmt: skip
+
+
+class _AuthenticatedRouter(Router):
+    """Refuses requests without valid credentials before routing them, but for _PUBLIC."""
+
+    def __init__(self, auth: Authenticator) -> None:
+        super().__init__()
+        self.auth = auth
+
+    async def dispatch(self, request: Request) -> http1.Response:
+        # The path as Router.dispatch reads it: `//api/%761/...` is /api/v1/... too.
+        path = "/".join(unquote(p) for p in request.path.strip("/").split("/"))
+        if (request.method, path) not in _PUBLIC:
+            try:
+                await asyncio.to_thread(self.auth.authenticate, request.headers)
+            except Unauthenticated as exc:
+                return Response.error(str(exc), 401)
+        return await super().dispatch(request)
 
 
 class GitopsServer:
@@ -29,15 +69,19 @@ class GitopsServer:
         controller: Controller,
         secrets: WebhookSecrets | None = None,
         pull_requests: PullRequestIndex | None = None,
+        auth: Authenticator | None = None,
     ) -> None:
         self.controller = controller
         self.secrets = secrets or WebhookSecrets()
         self.pull_requests = pull_requests
-        self.router = Router()
+        store = controller.store
+        self.auth = auth or Authenticator(store, ServerState(default_state_dir(store.root)))
+        self.router = _AuthenticatedRouter(self.auth)
         self.router.add("POST", "/api/webhook", self.webhook)
         self.router.add("GET", "/metrics", self.metrics)
         self.router.add("GET", "/healthz", self.healthz)
-        ApplicationApi(controller).register(self.router)
+        ApplicationApi(controller, self.auth).register(self.router)
+        AuthApi(self.auth).register(self.router)
         self._server: asyncio.Server | None = None
         self.port = 0
 

@@ -8,9 +8,9 @@ when given `--server URL`.
     GET  /api/v1/applications/{ns}/{name}/history          {"history": [...]}
     POST /api/v1/applications/{ns}/{name}/rollback         {id, prune}
 
-The caller is named by `X-Meshpilot-User` / `X-Meshpilot-Groups` (the CLI's `--as` and
-`--groups`) and checked against the store's RBAC policy, as the CLI does locally. The
-server binds loopback by default: these headers are a local operator's claim, not a login.
+The caller is who the bearer token says (gitops/auth: a session from `gitops login`, an
+account or project role API token; `anonymous` when argocd-cm allows it), checked against the
+store's RBAC policy and project roles. Headers that merely name a user are ignored.
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ from typing import Any
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
-from meshpilot.gitops.admission import Caller, policy_from_store
+from meshpilot.gitops.admission import Caller
+from meshpilot.gitops.auth import Authenticator, Unauthenticated
 from meshpilot.gitops.controller.loop import Controller
 from meshpilot.gitops.controller.queue import Level
 from meshpilot.gitops.diff.keys import ResourceKey
 from meshpilot.gitops.errors import ApplicationNotFound, PermissionDenied
 from meshpilot.gitops.history import rollback
 from meshpilot.gitops.model import Application
-from meshpilot.gitops.rbac import Enforcer, app_objects
+from meshpilot.gitops.rbac import app_objects
 from meshpilot.gitops.server.http import Request, Response, Router
 from meshpilot.gitops.sync.execute import execute_sync
 from meshpilot.gitops.sync.operation import OperationInProgress, SyncOutcome, SyncParams
@@ -51,8 +52,9 @@ def outcome_json(outcome: SyncOutcome) -> dict[str, Any]:
 
 
 class ApplicationApi:
-    def __init__(self, controller: Controller) -> None:
+    def __init__(self, controller: Controller, auth: Authenticator) -> None:
         self.controller = controller
+        self.auth = auth
         self.store = controller.store
 
     def register(self, router: Router) -> None:
@@ -66,16 +68,13 @@ class ApplicationApi:
     # -- helpers -------------------------------------------------------------------------
 
     def _caller(self, request: Request) -> Caller:
-        user = request.headers.get("x-meshpilot-user")
-        if not user:
-            return Caller()
-        groups = request.headers.get("x-meshpilot-groups", "")
-        names = tuple(g.strip() for g in groups.split(",") if g.strip())
-        policy = policy_from_store(self.store.snapshot())
-        enforcer = Enforcer(policy) if policy is not None else Enforcer.builtin()
-        return Caller(user=user, groups=names, enforcer=enforcer)
+        """The authenticated subject under RBAC (never the unchecked local operator)."""
+        return self.auth.caller(self.auth.authenticate(request.headers))
 
-    def _app(self, request: Request, args: list[str], action: str) -> tuple[ConfigKey, Application]:
+    def _app(
+        self, request: Request, args: list[str], action: str
+    ) -> tuple[ConfigKey, Application, str]:
+        """The app, after RBAC; with the caller's name (sync history's initiatedBy)."""
         key = ConfigKey(Kind.APPLICATION, args[0], args[1])
         obj = self.store.get(key)
         if obj is None or not isinstance(obj.model, Application):
@@ -86,12 +85,14 @@ class ApplicationApi:
         caller.check("applications", "get", objects)
         if action != "get":
             caller.check("applications", action, objects)
-        return key, app
+        return key, app, caller.user or ""
 
     async def _guard(self, work: Any) -> Response:
         try:
             result: Response = await work
             return result
+        except Unauthenticated as exc:
+            return Response.error(str(exc), 401)
         except PermissionDenied as exc:
             return Response.error(str(exc), 403)
         except ApplicationNotFound as exc:
@@ -104,7 +105,10 @@ class ApplicationApi:
     # -- handlers ------------------------------------------------------------------------
 
     async def list_apps(self, request: Request, args: list[str]) -> Response:
-        caller = self._caller(request)
+        try:
+            caller = self._caller(request)
+        except Unauthenticated as exc:
+            return Response.error(str(exc), 401)
         items = []
         for obj in self.store.snapshot().of_kind(Kind.APPLICATION):
             if not isinstance(obj.model, Application):
@@ -116,7 +120,7 @@ class ApplicationApi:
 
     async def get(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
-            key, _ = self._app(request, args, "get")
+            key, _, _ = self._app(request, args, "get")
             if request.param("refresh"):
                 await self.controller.refresh(key, Level.LATEST)
             return Response.json(self.store.manifest(key))
@@ -125,7 +129,7 @@ class ApplicationApi:
 
     async def diff(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
-            key, app = self._app(request, args, "get")
+            key, app, _ = self._app(request, args, "get")
             await self.controller.refresh(key, Level.LATEST)
             state = await asyncio.to_thread(self.controller.reconciler.refresh, app)
             if state.comparison is None:
@@ -142,7 +146,7 @@ class ApplicationApi:
 
     async def sync(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
-            key, app = self._app(request, args, "sync")
+            key, app, user = self._app(request, args, "sync")
             body = request.json()
             revision = body.get("revision")
             resources = body.get("resources")
@@ -151,7 +155,7 @@ class ApplicationApi:
                 dry_run=bool(body.get("dryRun")),
                 revisions=(str(revision),) if revision else None,
                 resources=frozenset(ResourceKey(**r) for r in resources) if resources else None,
-                username=request.headers.get("x-meshpilot-user", "") or "admin",
+                username=user,
             )
             self.controller.expire(key)
             deps, lock_dir = self.controller.deps, self.controller.reconciler.lock_dir
@@ -165,7 +169,7 @@ class ApplicationApi:
 
     async def history(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
-            _, app = self._app(request, args, "get")
+            _, app, _ = self._app(request, args, "get")
             items = [h.model_dump(by_alias=True, exclude_none=True) for h in app.status.history]
             return Response.json({"history": items})
 
@@ -173,12 +177,12 @@ class ApplicationApi:
 
     async def rollback(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
-            key, app = self._app(request, args, "sync")
+            key, app, user = self._app(request, args, "sync")
             body = request.json()
             history_id = int(body["id"])
             params = SyncParams(
                 prune=bool(body.get("prune")),
-                username=request.headers.get("x-meshpilot-user", "") or "admin",
+                username=user,
             )
             deps = self.controller.deps
             outcome = await asyncio.to_thread(rollback, app, history_id, deps, params)

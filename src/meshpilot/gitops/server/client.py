@@ -1,11 +1,12 @@
 """The CLI's side of `gitops serve`'s JSON API (api.py): the gitops verbs with `--server URL`
 call these instead of acting on the store and the repositories themselves.
 
-    client = ApiClient("http://127.0.0.1:8080", user="alice", groups=("dev",))
+    client = ApiClient("http://127.0.0.1:8080", token="<session or API token>")
     client.list_apps(); client.get("argocd", "shop", refresh=True); client.sync(...)
 
-The server's errors come back as the GitopsError the direct mode raises (same message):
-403 PermissionDenied's text, 404 the not-found text, anything else its message.
+The token travels as `Authorization: Bearer <token>` (never in a message). The server's
+errors come back as the GitopsError the direct mode raises (same message): 401 the reason
+the server gives, 403 PermissionDenied's text, 404 the not-found text, else its message.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
 from typing import Any
 
 from meshpilot.gitops.errors import GitopsError
@@ -33,17 +33,14 @@ class ApiError(GitopsError):
 
 
 class ApiClient:
-    def __init__(
-        self, url: str, user: str | None = None, groups: Sequence[str] = (), timeout: float = 300
-    ) -> None:
+    def __init__(self, url: str, token: str | None = None, timeout: float = 300) -> None:
         parsed = urllib.parse.urlsplit(url if "://" in url else f"http://{url}")
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise GitopsError(f"--server {url!r}: expected a URL such as http://127.0.0.1:8080")
         self.base = f"{parsed.scheme}://{parsed.netloc}{parsed.path.rstrip('/')}"
         self.headers = {"Accept": "application/json"}
-        if user:  # the server checks these against its RBAC policy (api.py)
-            self.headers["X-Meshpilot-User"] = user
-            self.headers["X-Meshpilot-Groups"] = ",".join(groups)
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
         self.timeout = timeout
 
     # -- verbs ---------------------------------------------------------------------------
@@ -75,6 +72,10 @@ class ApiClient:
     def _app(self, namespace: str, name: str) -> str:
         quote = urllib.parse.quote
         return f"{_PREFIX}/{quote(namespace, safe='')}/{quote(name, safe='')}"
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Any API call (login, accounts, tokens: cli/gitops_auth.py)."""
+        return self._call(method, path, body)
 
     def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         data = json.dumps(body).encode() if body is not None else None

@@ -1,14 +1,12 @@
-"""Git webhooks (`POST /api/webhook`): GitHub, GitLab and Bitbucket Cloud push payloads
-become a PushEvent (repository URLs and pushed branches or tags), as Argo CD's webhook
-handler reads them. A GitHub `X-Hub-Signature-256` is checked when a secret is set (and
-required then); GitLab's `X-Gitlab-Token` likewise. Pull request numbers are remembered by
-commit (from `pull_request` events and from merge/squash commit messages) for PR comments.
+"""Git webhooks (`POST /api/webhook`): GitHub, GitLab, Bitbucket Cloud and Bitbucket Server
+push payloads become a PushEvent (repository URLs and pushed branches or tags), as Argo CD's
+webhook handler reads them. Each provider's secret is checked first when one is set
+(webhook_verify.py). Pull request numbers are remembered by commit (from `pull_request`
+events and from merge/squash commit messages) for PR comments.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import re
 from collections.abc import Mapping
@@ -16,23 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from meshpilot.gitops.controller.loop import PushEvent
-from meshpilot.gitops.errors import GitopsError
+from meshpilot.gitops.server.webhook_verify import (
+    Provider,
+    WebhookError,
+    WebhookSecrets,
+    provider_of,
+    verify_webhook,
+)
 
 __all__ = ["Parsed", "WebhookError", "WebhookSecrets", "parse_webhook"]
 
 _PR_IN_MESSAGE = (re.compile(r"^Merge pull request #(\d+)"), re.compile(r"\(#(\d+)\)\s*$"))
-
-
-class WebhookError(GitopsError):
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookSecrets:
-    github: str = ""
-    gitlab: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,12 +35,8 @@ class Parsed:
 
 def parse_webhook(headers: Mapping[str, str], body: bytes, secrets: WebhookSecrets) -> Parsed:
     """Headers have lower-case names. Raises WebhookError (with an HTTP status)."""
-    if "x-github-event" in headers:
-        _check_github_signature(headers, body, secrets.github)
-    elif "x-gitlab-event" in headers and secrets.gitlab:
-        token = headers.get("x-gitlab-token", "")
-        if not hmac.compare_digest(token.encode(), secrets.gitlab.encode()):
-            raise WebhookError("GitLab webhook token mismatch", 401)
+    provider = provider_of(headers)
+    verify_webhook(provider, headers, body, secrets)
     try:
         payload = json.loads(body or b"{}")
     except ValueError:
@@ -61,18 +49,9 @@ def parse_webhook(headers: Mapping[str, str], body: bytes, secrets: WebhookSecre
         return _gitlab(payload)
     if headers.get("x-event-key", "").startswith("repo:push"):
         return _bitbucket(payload)
+    if provider is Provider.BITBUCKET_SERVER:
+        return _bitbucket_server(headers.get("x-event-key", ""), payload)
     raise WebhookError("unknown webhook (expected a GitHub, GitLab or Bitbucket push event)")
-
-
-def _check_github_signature(headers: Mapping[str, str], body: bytes, secret: str) -> None:
-    if not secret:
-        return
-    given = headers.get("x-hub-signature-256", "")
-    wanted = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    if not given:
-        raise WebhookError("HMAC verification failed: no X-Hub-Signature-256 header", 401)
-    if not hmac.compare_digest(given.encode(), wanted.encode()):
-        raise WebhookError("HMAC verification failed", 401)
 
 
 def _ref_name(ref: str) -> str:
@@ -164,5 +143,22 @@ def _bitbucket(payload: dict[str, Any]) -> Parsed:
         if new.get("name"):
             branches.add(str(new["name"]))
             commit = str((new.get("target") or {}).get("hash") or commit)
+    push = PushEvent(repo_urls=urls, branches=frozenset(branches), commit=commit)
+    return Parsed(push, {})
+
+
+def _bitbucket_server(event: str, payload: dict[str, Any]) -> Parsed:
+    """`repo:refs_changed`: clone links of the repository, refs and their new commits."""
+    if event != "repo:refs_changed":
+        return Parsed(None, {})  # diagnostics:ping, pull request events
+    repo = payload.get("repository") or {}
+    links = (repo.get("links") or {}).get("clone") or []
+    urls = _urls(*(link.get("href") for link in links if isinstance(link, dict)))
+    branches, commit = set(), ""
+    for change in payload.get("changes") or []:
+        ref = (change or {}).get("ref") or {}
+        if ref.get("displayId"):
+            branches.add(str(ref["displayId"]))
+            commit = str((change or {}).get("toHash") or commit)
     push = PushEvent(repo_urls=urls, branches=frozenset(branches), commit=commit)
     return Parsed(push, {})

@@ -1,5 +1,6 @@
 """The HTTP side: a signed push webhook refreshes (and auto-syncs) the matching app at once;
-the JSON API and /metrics; `gitops serve` as a real subprocess that stops on SIGTERM."""
+the JSON API (as the admin, logged in) and /metrics; `gitops serve` as a real subprocess that
+stops on SIGTERM."""
 
 from __future__ import annotations
 
@@ -37,9 +38,24 @@ def _post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
         return exc.code, json.loads(exc.read())
 
 
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
+def _get(url: str, token: str | None = None) -> str:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=10) as response:
         return str(response.read().decode())
+
+
+def _login(base: str, password_file: str) -> str:
+    """The admin's session token (the password generated on the server's first start)."""
+    password = Path(password_file).read_text().strip()
+    body = json.dumps({"username": "admin", "password": password}).encode()
+    status, answer = _post(base + "/api/v1/session", body, {})
+    assert status == 200, answer
+    return str(answer["token"])
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 def _push(repo: str, sha: str) -> bytes:
@@ -103,7 +119,10 @@ def test_signed_webhook_refreshes_and_syncs_the_app_at_once(tmp_path: Path) -> N
             assert re.search(synced_twice, metrics), metrics
             assert 'argocd_app_info{name="shop",namespace="argocd"' in metrics
             assert "argocd_app_reconcile_count" in metrics
-            listed = json.loads(await asyncio.to_thread(_get, base + "/api/v1/applications"))
+            password_file = server.auth.ensure_admin_password()
+            assert password_file is not None
+            token = await asyncio.to_thread(_login, base, password_file)
+            listed = json.loads(await asyncio.to_thread(_get, base + "/api/v1/applications", token))
             assert [i["metadata"]["name"] for i in listed["items"]] == ["shop"]
             await asyncio.sleep(0.3)  # let the notifier deliver
         finally:
@@ -138,22 +157,29 @@ def test_gitops_serve_subprocess_api_and_sigterm(tmp_path: Path) -> None:
         match = re.search(r"API (http://127\.0\.0\.1:\d+)", line)
         assert match, line
         base = match.group(1)
+        notice = proc.stderr.readline()  # the first start generates the admin's password
+        found = re.search(r"initial password of 'admin' in (\S+) \(0600\)", notice)
+        assert found, notice
+        token = _login(base, found.group(1))
         app_url = base + "/api/v1/applications/argocd/shop"
         deadline = time.monotonic() + 10
-        while json.loads(_get(app_url)).get("status", {}).get("sync", {}).get("status") != (
-            "OutOfSync"
+        while (
+            json.loads(_get(app_url, token)).get("status", {}).get("sync", {}).get("status")
+            != "OutOfSync"
         ):
             assert time.monotonic() < deadline, "no comparison"
             time.sleep(0.05)
-        status, outcome = _post(app_url + "/sync", b'{"prune": true}', {})
+        assert _post(app_url + "/sync", b'{"prune": true}', {})[0] == 401  # no token
+        status, outcome = _post(app_url + "/sync", b'{"prune": true}', _bearer(token))
         assert status == 200 and outcome["phase"] == "Succeeded", outcome
-        app = json.loads(_get(app_url + "?refresh=normal"))
+        app = json.loads(_get(app_url + "?refresh=normal", token))
         assert app["status"]["sync"]["status"] == "Synced"
-        history = json.loads(_get(app_url + "/history"))["history"]
+        history = json.loads(_get(app_url + "/history", token))["history"]
         assert [h["id"] for h in history] == [0]
-        diff = json.loads(_get(app_url + "/diff"))
+        assert history[0]["initiatedBy"]["username"] == "admin"
+        diff = json.loads(_get(app_url + "/diff", token))
         assert diff["outOfSync"] is False
-        code, err = _post(base + "/api/v1/applications/argocd/nope/sync", b"{}", {})
+        code, err = _post(base + "/api/v1/applications/argocd/nope/sync", b"{}", _bearer(token))
         assert code == 404 and "not found" in err["message"]
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=10) == 0
