@@ -49,6 +49,7 @@ from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.settings import Settings
 from meshpilot.store.base import ChangeEvent, ConfigStore, StoreSnapshot
+from meshpilot.supervise import TaskSupervisor
 from meshpilot.xds.cache import carry_over
 from meshpilot.xds.connection import Connection, PushEvent, Subscription
 from meshpilot.xds.debounce import Debouncer
@@ -109,6 +110,9 @@ class DiscoveryServer:
         self._counter = 0
         self._grpc: grpc.aio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # The long-lived tasks (debouncer, dispatcher; discovery adds the store's watch):
+        # restarted when they fail, and not ready meanwhile.
+        self.tasks = TaskSupervisor("discovery")
         self.heap = PushHeap()
         self.port = 0
         # The requests of the last pushes, latest last, without their push contexts (for
@@ -135,7 +139,7 @@ class DiscoveryServer:
 
     @property
     def ready(self) -> bool:
-        return self._push_context is not None and self._grpc is not None
+        return self._push_context is not None and self._grpc is not None and self.tasks.ready
 
     async def start(self, address: str | None = None, port: int | None = None) -> int:
         """Build the first push, then serve ADS; returns the bound port."""
@@ -155,8 +159,8 @@ class DiscoveryServer:
             bind(server, f"unix:{self.settings.xds_uds}")
         await server.start()
         self._grpc = server
-        for coro in (self.debouncer.run(), self._dispatch()):
-            self._spawn(coro)
+        self.tasks.start("debounce", self.debouncer.run)
+        self.tasks.start("push-dispatch", self._dispatch)
         log.info("ADS listening on %s:%d", host, self.port)
         return self.port
 
@@ -172,6 +176,7 @@ class DiscoveryServer:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self.tasks.stop()
         self.heap.resume_gc()
 
     def on_change(self, event: ChangeEvent) -> None:
