@@ -185,7 +185,7 @@ async def _run(
         f"{'on' if notifier.enabled else 'off'}",
         err=True,
     )
-    notifier.start()
+    notifier.start(controller.tasks)  # a failed worker is restarted, shown on /healthz
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, controller.stop)
