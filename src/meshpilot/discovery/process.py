@@ -86,6 +86,8 @@ class Discovery:
         # Supervised: a failure is logged, counted, shown on /debug/tasks and /ready, and
         # the watch starts again (a dead watch would silently stop every later edit).
         self.server.tasks.start("config-watch", self.store.watch)
+        if self.secure is not None:
+            self.server.tasks.start("front-envoy", self.secure.keep_front_running)
         log.info(
             "discovery: xDS on %s:%d, monitoring on http://%s:%d",
             host, self.xds_port, host, self.monitoring_port,

@@ -9,8 +9,6 @@ import asyncio
 import json
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from meshpilot.agent.admin import EnvoyAdmin
@@ -21,17 +19,10 @@ from meshpilot.model.proxy import ProxyType
 from meshpilot.runtime.ports import free_port
 from meshpilot.supervise import TaskSupervisor
 from tests.unit.agent.ca_server import LocalCa
+from tests.unit.tasks.probes import get as _get
 
 IDENTITY = "spiffe://cluster.local/ns/default/sa/sleep"
 TOKEN = "bootstrap-token-of-sleep"
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def test_a_failed_rotation_is_reported_and_restarted(tmp_path: Path) -> None:

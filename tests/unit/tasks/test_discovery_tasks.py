@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from meshpilot.config.kinds import Kind
@@ -16,6 +14,7 @@ from meshpilot.discovery import Discovery
 from meshpilot.settings import Ports, Settings
 from meshpilot.store.files import FileStore
 from tests.conftest import REPO
+from tests.unit.tasks.probes import get as _get
 
 
 class _WatchFailsOnce(FileStore):
@@ -30,14 +29,6 @@ class _WatchFailsOnce(FileStore):
             await asyncio.sleep(0.1)
             raise RuntimeError("inotify went away")
         await super().watch()
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def test_a_failed_watch_is_reported_not_ready_and_restarted(tmp_path: Path) -> None:

@@ -8,10 +8,7 @@ import json
 import shutil
 import signal
 import subprocess
-import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +17,8 @@ import pytest
 from meshpilot.runtime.ports import free_port
 from tests.conftest import REPO
 from tests.unit.security.procs import MESHPILOT
+from tests.unit.tasks.probes import get as _get
+from tests.unit.tasks.probes import until as _until
 
 CANARY = """apiVersion: networking.istio.io/v1
 kind: VirtualService
@@ -37,23 +36,6 @@ metadata: {name: abc, namespace: default}
 spec:
   ports: [{name: http, port: 9080}]
 """
-
-
-def _get(port: int, path: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-def _until(check: Callable[[], Any], what: str, timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"never: {what}")
 
 
 def _configz(port: int) -> dict[str, Any]:
