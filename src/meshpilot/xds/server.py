@@ -318,9 +318,11 @@ class DiscoveryServer:
         conn.events.put_nowait(PushEvent(req, finished))
 
     def _spawn(self, coro: Any) -> None:
-        task = asyncio.create_task(coro)
+        """A short task of the push pipeline (a heap settle); its failure is logged."""
+        task = asyncio.create_task(coro, name=getattr(coro, "__qualname__", None))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(_report_failure)
 
     async def stream(
         self,
@@ -387,3 +389,10 @@ class DiscoveryServer:
         gauge.inc(version, amount=change)
         if gauge.get(version) <= 0:
             del gauge.values[(version,)]
+
+
+def _report_failure(task: asyncio.Task[None]) -> None:
+    if task.cancelled() or (exc := task.exception()) is None:
+        return
+    log.error("%s failed: %s: %s", task.get_name(), type(exc).__name__, exc)
+    log.debug("traceback of %s", task.get_name(), exc_info=exc)
