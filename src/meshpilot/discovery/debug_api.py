@@ -1,8 +1,9 @@
 """The monitoring port's pages: istiod's debug API, readiness and Prometheus metrics.
 
-/ready is 503 while a background task (file watch, debouncer, push dispatcher) has failed
-and is restarting, naming it; /debug/tasks shows every task's state, failures and last
-error; /metrics adds meshpilot_task_failures_total and meshpilot_task_up (supervise.py)."""
+/ready is 503 while a background task (config watch, debouncer, push dispatcher, front
+Envoy) has failed and is restarting or has not yet run a second since, naming it;
+/debug/tasks shows every task's state, failures and last error; /metrics adds
+meshpilot_task_failures_total and meshpilot_task_up (supervise.py)."""
 
 from __future__ import annotations
 

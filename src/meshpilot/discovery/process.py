@@ -4,8 +4,9 @@
     HttpServer (monitoring port): /debug/syncz, configz, registryz, config_dump, tasks,
     /ready, /metrics
 
-The store's watch runs under the server's TaskSupervisor (meshpilot/supervise.py) with the
-debouncer and the push dispatcher: if one fails it is restarted, and /ready says so meanwhile.
+The store's watch and the front Envoy's run under the server's TaskSupervisor
+(meshpilot/supervise.py) with the debouncer and the push dispatcher: if one fails it is
+restarted, and /ready says so meanwhile.
 
 SIGTERM and SIGINT stop it cleanly: streams end, both servers stop, `run()` returns.
 """
