@@ -2,17 +2,18 @@
 shown, and the task is started again after a capped backoff.
 
     tasks = TaskSupervisor("discovery")
-    tasks.start("file-watch", store.watch)   # a factory: every restart calls it anew
+    tasks.start("config-watch", store.watch)  # a factory: every restart calls it anew
     tasks.ready                # False while a task waits to restart or has not yet stayed
                                # up `healthy_after` seconds since its restart
     tasks.status()             # /debug/tasks: state, failures, restarts, last error
     tasks.render_metrics()     # meshpilot_task_failures_total{task}, meshpilot_task_up{task}
     await tasks.stop()         # cancel them all, wait for them
 
-A failure is one log line at ERROR with the exception (`task file-watch failed (1 times),
-restarting in 0.5s: ValueError: ...`); the traceback follows at DEBUG. Backoff doubles from
-`backoff_initial` up to `backoff_max` and starts again from the bottom after a run that
-lasted `backoff_max`. A task that returns is done (not restarted, not a failure).
+A failure is one log line at ERROR with the exception (`discovery: task config-watch failed
+(failure 1), restarting in 0.5s: ValueError: ...`); the traceback follows at DEBUG.
+Backoff doubles from `backoff_initial` up to `backoff_max` and starts again from the
+bottom after a run that lasted `backoff_max`. A task that returns is done (not restarted,
+not a failure).
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ class TaskSupervisor:
         info.last_failure = time.time()
         info.state, info.retry_in = TaskState.RESTARTING, delay
         log.error(
-            "%s: task %s failed (%d times), restarting in %gs: %s",
+            "%s: task %s failed (failure %d), restarting in %gs: %s",
             self.component, info.name, info.failures, delay, info.last_error,
         )  # fmt: skip
         log.debug("%s: traceback of task %s", self.component, info.name, exc_info=exc)

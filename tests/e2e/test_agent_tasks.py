@@ -52,6 +52,6 @@ def test_a_failed_rotation_is_reported_restarted_and_recovers(
     assert http_get(status, "/healthz/ready")[0] == 200
     tasks = json.loads(http_get(status, "/debug/tasks")[1])
     assert tasks["ready"] is True and tasks["tasks"][0]["state"] == "running"
-    assert "agent: task certificates failed (1 times), restarting in 0.5s: " in (
+    assert "agent: task certificates failed (failure 1), restarting in 0.5s: " in (
         agent.log.read_text()
     )

@@ -68,6 +68,6 @@ def test_a_front_envoy_past_its_restart_budget_is_reported_and_started_again(
     log = err.decode()
     assert proc.returncode == 0, log
     assert (
-        "discovery: task front-envoy failed (1 times), restarting in 0.5s: OSError: "
+        "discovery: task front-envoy failed (failure 1), restarting in 0.5s: OSError: "
         "the front Envoy keeps exiting (last status -9)"
     ) in log

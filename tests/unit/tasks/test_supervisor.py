@@ -55,7 +55,7 @@ def test_a_failing_task_is_restarted_with_a_doubling_capped_backoff(
         assert wanted <= gap < wanted + 0.15, gaps
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert errors[0] == (
-        "test: task flaky failed (1 times), restarting in 0.05s: ValueError: bad input 1"
+        "test: task flaky failed (failure 1), restarting in 0.05s: ValueError: bad input 1"
     )
     assert len(errors) == 5
     tracebacks = [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
