@@ -137,4 +137,4 @@ def test_backoff_starts_again_after_a_long_healthy_run() -> None:
     waits = [starts[1] - starts[0], starts[2] - starts[1], starts[3] - starts[2] - 0.25,
              starts[4] - starts[3]]  # fmt: skip
     for wait, wanted in zip(waits, [0.05, 0.1, 0.05, 0.1], strict=True):
-        assert wanted <= wait < wanted + 0.09, waits
+        assert wanted <= wait < wanted + 0.12, waits  # (no reset: 0.2)
