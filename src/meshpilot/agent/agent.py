@@ -33,6 +33,7 @@ from meshpilot.agent.options import AgentOptions, sds_socket_path
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.model.proxy import ProxyType
+from meshpilot.supervise import TaskSupervisor
 
 __all__ = [
     "BOOTSTRAP_FILE",
@@ -116,7 +117,10 @@ class ProxyAgent:
         self.options = options
         self.runtime = runtime or RuntimeOptions()
         self.admin = EnvoyAdmin(options.ports.envoy_admin)
-        self.probe = ReadinessProbe(self.admin)
+        # Background tasks (certificate rotation): restarted when they fail, reported on
+        # /healthz/ready (503 meanwhile), /debug/tasks and /metrics of the status port.
+        self.tasks = TaskSupervisor("agent")
+        self.probe = ReadinessProbe(self.admin, self.tasks)
         self.work_dir: Path | None = None  # set by run(): bootstrap, SDS socket directory
 
     def run_as(self) -> tuple[int, int] | None:
@@ -152,7 +156,7 @@ class ProxyAgent:
             config = prepare_work_dir(self.options, work_dir, owner)
             if self.runtime.certs is not None:
                 secrets = WorkloadSecrets(self.options, self.runtime.certs, work_dir, owner)
-                await secrets.start()
+                await secrets.start(self.tasks)
             launch = EnvoyLaunch(
                 binary=self.runtime.envoy_binary or envoy_binary(),
                 config_path=config,

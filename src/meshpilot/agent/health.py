@@ -10,16 +10,21 @@ Readiness is decided as pilot-agent's probe decides it (`status/ready/probe.go`)
 2. Envoy is initialized: `server.state` is LIVE (0) and `listener_manager.workers_started`
    is 1.
 Each holds for the life of one Envoy process once seen, so it is remembered until Envoy is
-restarted (`reset()`).
+restarted (`reset()`). Before both: the agent's own background tasks (certificate rotation)
+are healthy; while one has failed and is being restarted the 503 names it. The status server
+also answers GET /debug/tasks (JSON: each task's state, failures, last error) and GET
+/metrics (meshpilot_task_failures_total, meshpilot_task_up; meshpilot/supervise.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 from meshpilot.agent.admin import EnvoyAdmin
 from meshpilot.errors import EnvoyError, MeshpilotError
+from meshpilot.supervise import TaskSupervisor
 
 __all__ = ["ReadinessProbe", "StatusServer"]
 
@@ -31,8 +36,9 @@ _SERVER_STATES = {0: "LIVE", 1: "DRAINING", 2: "PRE_INITIALIZING", 3: "INITIALIZ
 
 
 class ReadinessProbe:
-    def __init__(self, admin: EnvoyAdmin) -> None:
+    def __init__(self, admin: EnvoyAdmin, tasks: TaskSupervisor | None = None) -> None:
         self._admin = admin
+        self.tasks = tasks or TaskSupervisor("agent")
         self._config_received = False
         self._live_once = False
         self._draining = False
@@ -49,6 +55,9 @@ class ReadinessProbe:
         """None when ready, else why not (the 503 body)."""
         if self._draining:
             return "server is not live, current state is: DRAINING"
+        failing = self.tasks.unhealthy()
+        if failing:
+            return f"task {failing[0].name} {failing[0].state}: {failing[0].last_error}"
         try:
             return await self._config_status() or await self._envoy_status()
         except EnvoyError as exc:
@@ -85,7 +94,8 @@ class ReadinessProbe:
 
 
 class StatusServer:
-    """A minimal asyncio HTTP/1.1 server: GET /healthz/ready; 404 for anything else."""
+    """A minimal asyncio HTTP/1.1 server: GET /healthz/ready, /debug/tasks, /metrics; 404
+    for anything else."""
 
     def __init__(self, probe: ReadinessProbe, port: int, host: str = "0.0.0.0") -> None:
         self._probe = probe
@@ -133,10 +143,17 @@ class StatusServer:
             writer.close()
 
     async def _respond(self, method: str, path: str) -> tuple[str, bytes]:
-        if path.split("?", 1)[0] != "/healthz/ready":
+        path = path.split("?", 1)[0]
+        if path not in ("/healthz/ready", "/debug/tasks", "/metrics"):
             return "404 Not Found", b"not found\n"
         if method not in ("GET", "HEAD"):
             return "405 Method Not Allowed", b"method not allowed\n"
+        tasks = self._probe.tasks
+        if path == "/debug/tasks":
+            body = {"ready": tasks.ready, "tasks": tasks.status()}
+            return "200 OK", (json.dumps(body, indent=2) + "\n").encode()
+        if path == "/metrics":
+            return "200 OK", tasks.render_metrics().encode()
         reason = await self._probe.check()
         if reason is None:
             return "200 OK", b""

@@ -213,7 +213,7 @@ async def _run(
             "change it (`meshpilot gitops account update-password`) and delete the file",
             err=True,
         )
-    notifier.start()
+    notifier.start(controller.tasks)  # a failed worker is restarted, shown on /healthz
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, controller.stop)

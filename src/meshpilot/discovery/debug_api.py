@@ -1,4 +1,9 @@
-"""The monitoring port's pages: istiod's debug API, readiness and Prometheus metrics."""
+"""The monitoring port's pages: istiod's debug API, readiness and Prometheus metrics.
+
+/ready is 503 while a background task (config watch, debouncer, push dispatcher, front
+Envoy) has failed and is restarting or has not yet run a second since, naming it;
+/debug/tasks shows every task's state, failures and last error; /metrics adds
+meshpilot_task_failures_total and meshpilot_task_up (supervise.py)."""
 
 from __future__ import annotations
 
@@ -45,19 +50,29 @@ def debug_routes(server: DiscoveryServer, store: ConfigStore) -> dict[str, Route
         return _json(debug.config_dump(server.push_context, proxy))
 
     async def ready(_: HttpRequest) -> HttpResponse:
-        return HttpResponse.text("ok\n") if server.ready else HttpResponse.text("not ready\n", 503)
+        if server.ready:
+            return HttpResponse.text("ok\n")
+        failing = "".join(
+            f"task {t.name} {t.state}: {t.last_error}\n" for t in server.tasks.unhealthy()
+        )
+        return HttpResponse.text(f"not ready\n{failing}", 503)
+
+    async def tasks(_: HttpRequest) -> HttpResponse:
+        return _json({"ready": server.tasks.ready, "tasks": server.tasks.status()})
 
     async def metrics(_: HttpRequest) -> HttpResponse:
         snapshot = store.snapshot()
         errors = sum(1 for d in snapshot.diagnostics if d.severity is Severity.ERROR)
         server.metrics.config_errors.set(value=errors + (1 if snapshot.error else 0))
-        return HttpResponse(200, server.metrics.render().encode(), _METRICS)
+        body = server.metrics.render() + server.tasks.render_metrics()
+        return HttpResponse(200, body.encode(), _METRICS)
 
     routes: dict[str, Route] = {
         "/debug/syncz": syncz,
         "/debug/configz": configz,
         "/debug/registryz": registryz,
         "/debug/config_dump": config_dump,
+        "/debug/tasks": tasks,
         "/ready": ready,
         "/metrics": metrics,
     }

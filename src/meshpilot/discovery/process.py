@@ -1,7 +1,12 @@
 """The control plane process (`meshpilot discovery`): file store, ADS server, monitoring.
 
     FileStore (polls the -f paths) ──change events──► DiscoveryServer (ADS on xds port)
-    HttpServer (monitoring port): /debug/syncz, configz, registryz, config_dump, /ready, /metrics
+    HttpServer (monitoring port): /debug/syncz, configz, registryz, config_dump, tasks,
+    /ready, /metrics
+
+The store's watch and the front Envoy's run under the server's TaskSupervisor
+(meshpilot/supervise.py) with the debouncer and the push dispatcher: if one fails it is
+restarted, and /ready says so meanwhile.
 
 SIGTERM and SIGINT stop it cleanly: streams end, both servers stop, `run()` returns.
 """
@@ -9,7 +14,6 @@ SIGTERM and SIGINT stop it cleanly: streams end, both servers stop, `run()` retu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import signal
@@ -44,7 +48,6 @@ class Discovery:
         routes = debug_routes(self.server, self.store)
         routes["/metrics"] = self._with_ca_metrics(routes["/metrics"])
         self.http = HttpServer(routes)
-        self._watch: asyncio.Task[None] | None = None
         self.secure: SecureServer | None = None  # 15012: ADS + CA over TLS (with ca_dir)
 
     @property
@@ -81,18 +84,18 @@ class Discovery:
                 await self.secure.stop(0)
             await self.server.stop(0)
             raise
-        self._watch = asyncio.create_task(self.store.watch())
+        # Supervised: a failure is logged, counted, shown on /debug/tasks and /ready, and
+        # the watch starts again (a dead watch would silently stop every later edit).
+        self.server.tasks.start("config-watch", self.store.watch)
+        if self.secure is not None:
+            self.server.tasks.start("front-envoy", self.secure.keep_front_running)
         log.info(
             "discovery: xDS on %s:%d, monitoring on http://%s:%d",
             host, self.xds_port, host, self.monitoring_port,
         )  # fmt: skip
 
     async def stop(self, grace: float = 1.0) -> None:
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
-        await self.server.stop(grace)
+        await self.server.stop(grace)  # (with its tasks, the store's watch among them)
         if self.secure is not None:
             await self.secure.stop(grace)
         await self.http.stop()

@@ -17,7 +17,8 @@ directory, where the bootstrap (it holds the serving key) lives only until Envoy
 it; the directory goes when the front stops.
 
 Envoy is restarted with backoff if it dies and killed if discovery dies
-(front_envoy_process.py).
+(front_envoy_process.py); when it keeps dying past that budget, discovery's task supervisor
+reports it (/ready 503, /debug/tasks) and starts it again (`keep_running`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ class FrontServer:
         self._envoy: FrontEnvoy | None = None
         self._envoy_task: asyncio.Task[None] | None = None
         self.ports: dict[str, int] = {}  # listener name -> bound port
+        self._watched = False  # keep_running() reports Envoy's failure (a supervisor's task)
 
     @property
     def envoy_pid(self) -> int | None:
@@ -116,13 +118,28 @@ class FrontServer:
             addresses = [p.path or (p.host, p.port) for p in bound]
             self._envoy = FrontEnvoy(launch, config, addresses)
             self._envoy_task = asyncio.create_task(self._envoy.run())
-            self._envoy_task.add_done_callback(_report_exit)
+            self._envoy_task.add_done_callback(self._report_exit)
             self.ports = {p.name: p.port for p in bound}
             await self._wait_listening()
         except BaseException:
             await self.stop()
             raise
         return self.ports
+
+    async def keep_running(self) -> None:
+        """For a task supervisor: wait on the front Envoy; returns once it is stopped,
+        raises (OSError) when it kept exiting past its restart budget. Called again after
+        that, it starts Envoy anew. Cancelling this leaves Envoy running (stop() ends it)."""
+        if self._envoy is None:
+            return
+        self._watched = True
+        if self._envoy_task is None or self._envoy_task.done():
+            self._envoy_task = asyncio.create_task(self._envoy.run())
+        await asyncio.shield(self._envoy_task)
+
+    def _report_exit(self, task: asyncio.Task[None]) -> None:
+        if not self._watched and not task.cancelled() and (exc := task.exception()) is not None:
+            log.error("%s", exc)
 
     async def _wait_listening(self) -> None:
         assert self._envoy is not None and self._envoy_task is not None
@@ -156,11 +173,6 @@ class FrontServer:
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
-
-
-def _report_exit(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None:
-        log.error("%s", exc)
 
 
 def _bound(port: FrontPort) -> FrontPort:

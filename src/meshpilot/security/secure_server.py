@@ -159,6 +159,12 @@ class SecureServer:
                 await server.stop(grace)
         self._inner = self._grpc = None
 
+    async def keep_front_running(self) -> None:
+        """The front Envoy's watch for discovery's task supervisor (FrontServer.keep_running);
+        returns at once without a front."""
+        if self._front is not None:
+            await self._front.keep_running()
+
     @property
     def front_envoy_pid(self) -> int | None:
         """The front Envoy (its CPU is the control plane's too)."""

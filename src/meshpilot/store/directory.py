@@ -340,14 +340,15 @@ class DirectoryStore:
                 deleted_here.add(key)
         loaded = self._load_files(keys, known)
         objects = dict(self._snapshot.objects)
-        errors = {d.file for d in loaded.diagnostics if d.severity is Severity.ERROR}
+        errors = {d.file: d for d in loaded.diagnostics if d.severity is Severity.ERROR}
         for key in keys:
             self._unreadable.discard(key)
             if key in loaded.objects:
                 objects[key] = loaded.objects[key]
                 self._raw[key] = loaded.raw[key]
-            elif str(self._path(key)) in errors:
-                log.warning("%s: invalid stored object, the last good version is kept", key)
+            elif (problem := errors.get(str(self._path(key)))) is not None:
+                log.warning("%s: invalid stored object, the last good version is kept: %s",
+                            key, problem)  # fmt: skip
                 self._unreadable.add(key)
             else:
                 objects.pop(key, None)

@@ -14,8 +14,10 @@ the files read again are merged and compared (store/file_edits.py: 2 ms instead 
 an edit to its change event at 1000 services).
 
 Invalid input never reaches the store: an object that fails validation keeps its last good
-version, and so does every object of a file that is no longer readable YAML. The problems
-are kept as diagnostics (and `error` when nothing could be read at all) for /debug/configz.
+version, and so does every object of a file that is no longer readable YAML, or not
+readable at all (not UTF-8, no permission, or anything the loader raises on). The problems
+are kept as diagnostics, one per file or object (and `error` when a -f path is missing),
+for /debug/configz; the other files keep being served and watched.
 """
 
 from __future__ import annotations
@@ -166,7 +168,7 @@ class FileStore:
                 known = self._parsed.get(name)
                 if stamp is None or known is None or known[0] != stamp:
                     self.files_parsed += 1
-                    known = (stamp or (0, 0, 0), load_paths([name]))
+                    known = (stamp or (0, 0, 0), _load_file(name))
                 parsed[name] = known
             before, self._parsed = self._parsed, parsed
             if self.incremental:
@@ -223,6 +225,20 @@ class FileStore:
         for handler in self._handlers:
             handler(event)
         return event
+
+
+def _load_file(name: str) -> LoadResult:
+    """One input file's objects; a file that cannot be read or loaded at all becomes one
+    diagnostic for that file (its objects keep their last good version, the other files
+    are served and watched as before)."""
+    try:
+        return load_paths([name])
+    except MeshpilotError as exc:
+        message = str(exc).removeprefix(f"{name}: ")
+    except Exception as exc:  # a loader bug must not stop the watch of every file
+        log.debug("loading %s failed", name, exc_info=exc)
+        message = f"cannot load: {type(exc).__name__}: {exc}"
+    return LoadResult(diagnostics=[Diagnostic(file=name, line=1, message=message)])
 
 
 def _combine(results: Iterable[LoadResult]) -> LoadResult:

@@ -38,13 +38,19 @@ def load_object_files(sources: Iterable[Path | RawDocument]) -> LoadedFiles:
             documents.append(source)
             continue
         try:
-            text = source.read_text(encoding="utf-8")
+            read = read_text(source.read_text(encoding="utf-8"), str(source))
         except FileNotFoundError:
             continue
         except OSError as exc:
             out.diagnostics.append(Diagnostic(str(source), 1, f"cannot read: {exc.strerror}"))
             continue
-        read = read_text(text, str(source))
+        except UnicodeDecodeError as exc:
+            out.diagnostics.append(Diagnostic(str(source), 1, f"not UTF-8 text ({exc.reason})"))
+            continue
+        except Exception as exc:  # one bad file must not stop the store's watch
+            message = f"cannot load: {type(exc).__name__}: {exc}"
+            out.diagnostics.append(Diagnostic(str(source), 1, message))
+            continue
         out.diagnostics.extend(read.diagnostics)
         documents.extend(read.documents)
     result = load_documents(documents)

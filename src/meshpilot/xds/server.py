@@ -49,6 +49,7 @@ from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.settings import Settings
 from meshpilot.store.base import ChangeEvent, ConfigStore, StoreSnapshot
+from meshpilot.supervise import TaskSupervisor, report_task_failure
 from meshpilot.xds.cache import carry_over
 from meshpilot.xds.connection import Connection, PushEvent, Subscription
 from meshpilot.xds.debounce import Debouncer
@@ -110,6 +111,9 @@ class DiscoveryServer:
         self._counter = 0
         self._grpc: grpc.aio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        # The long-lived tasks (debouncer, dispatcher; discovery adds the store's watch):
+        # restarted when they fail, and not ready meanwhile.
+        self.tasks = TaskSupervisor("discovery")
         self.heap = PushHeap()
         self.port = 0
         # The requests of the last pushes, latest last, without their push contexts (for
@@ -136,7 +140,7 @@ class DiscoveryServer:
 
     @property
     def ready(self) -> bool:
-        return self._push_context is not None and self._grpc is not None
+        return self._push_context is not None and self._grpc is not None and self.tasks.ready
 
     async def start(self, address: str | None = None, port: int | None = None) -> int:
         """Build the first push, then serve ADS; returns the bound port."""
@@ -156,8 +160,8 @@ class DiscoveryServer:
             bind(server, f"unix:{self.settings.xds_uds}")
         await server.start()
         self._grpc = server
-        for coro in (self.debouncer.run(), self._dispatch()):
-            self._spawn(coro)
+        self.tasks.start("debounce", self.debouncer.run)
+        self.tasks.start("push-dispatch", self._dispatch)
         log.info("ADS listening on %s:%d", host, self.port)
         return self.port
 
@@ -173,6 +177,7 @@ class DiscoveryServer:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        await self.tasks.stop()
         self.heap.resume_gc()
 
     def on_change(self, event: ChangeEvent) -> None:
@@ -314,9 +319,11 @@ class DiscoveryServer:
         conn.events.put_nowait(PushEvent(req, finished))
 
     def _spawn(self, coro: Any) -> None:
-        task = asyncio.create_task(coro)
+        """A short task of the push pipeline (a heap settle); its failure is logged."""
+        task = asyncio.create_task(coro, name=getattr(coro, "__qualname__", None))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(report_task_failure)
 
     async def stream(
         self,
@@ -366,13 +373,8 @@ class DiscoveryServer:
     def _connect(self, conn: Connection) -> None:
         self.connections[conn.id] = conn
         self._count_clients(conn, 1)
-        log.info(
-            "ADS: %s connected (%s, %s, %s)",
-            conn.id,
-            "delta" if conn.delta else "sotw",
-            conn.peer,
-            conn.node.verified or "unverified",
-        )
+        protocol, verified = "delta" if conn.delta else "sotw", conn.node.verified or "unverified"
+        log.info("ADS: %s connected (%s, %s, %s)", conn.id, protocol, conn.peer, verified)
 
     def _disconnect(self, conn: Connection) -> None:
         if self.connections.pop(conn.id, None) is not None:

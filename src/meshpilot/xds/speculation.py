@@ -65,6 +65,15 @@ class _Ready:
     classified: PushRequest  # that request, classified against the two pushes
 
 
+def _report_failure(task: asyncio.Task[None]) -> None:
+    """A speculation that failed is dropped (the push builds as usual), but never silently."""
+    if task.cancelled() or (exc := task.exception()) is None:
+        return
+    log.error("speculation failed, the next push builds without it: %s: %s",
+              type(exc).__name__, exc)  # fmt: skip
+    log.debug("traceback of the speculation", exc_info=exc)
+
+
 def _classified(req: PushRequest, built: Built) -> PushRequest:
     return classify_endpoint_push(req, built.prev, built.push) if built.prev else req
 
@@ -105,6 +114,7 @@ class Speculation:
         except RuntimeError:
             return  # (a change applied off the loop: its push builds as before)
         self._task = loop.create_task(self._run())
+        self._task.add_done_callback(_report_failure)  # the next change starts a new one
 
     def cancel(self) -> None:
         """Stop (the server stops): the task, and a build it has under way."""

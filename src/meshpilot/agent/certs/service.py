@@ -22,6 +22,7 @@ from meshpilot.agent.certs.workload import load_roots, spiffe_id
 from meshpilot.agent.options import ROOT_CERT_PATH, AgentOptions, sds_socket_path
 from meshpilot.agent.sds import SdsServer
 from meshpilot.errors import MeshpilotError
+from meshpilot.supervise import TaskSupervisor
 
 __all__ = ["CertOptions", "WorkloadSecrets"]
 
@@ -66,12 +67,17 @@ class WorkloadSecrets:
         self.owner = owner
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
+    async def start(self, tasks: TaskSupervisor | None = None) -> None:
+        """Serve SDS and start fetching; under `tasks` (the agent's) a rotation that fails
+        on something unexpected is restarted and reported instead of ending for good."""
         roots = self.client.roots()
         load_roots(roots, str(self.client.settings.root_cert))
         self._publish_root(roots)
         await self.sds.start()
-        self._task = asyncio.create_task(self.rotator.run(), name="certificates")
+        if tasks is not None:
+            self._task = tasks.start("certificates", self.rotator.run)
+        else:
+            self._task = asyncio.create_task(self.rotator.run(), name="certificates")
         log.info("workload identity %s from CA %s", self.identity, self.client.settings.address)
 
     def _publish_root(self, roots: bytes) -> None:

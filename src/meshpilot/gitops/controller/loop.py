@@ -51,6 +51,7 @@ from meshpilot.gitops.repo.urls import normalize_url
 from meshpilot.gitops.source import ChartDetector
 from meshpilot.store.base import ChangeEvent
 from meshpilot.store.writes import LiveStore
+from meshpilot.supervise import TaskSupervisor
 
 __all__ = ["Controller", "ControllerSettings", "PushEvent", "WatchedStore"]
 
@@ -121,6 +122,9 @@ class Controller:
         self._due = DueHeap()  # resyncs by due time
         self._stop = asyncio.Event()
         self.ready = asyncio.Event()
+        # The loops below (and the notifier's, from `gitops serve`): a failed one is logged,
+        # counted, shown on /healthz and /debug/tasks, and restarted (meshpilot/supervise.py).
+        self.tasks = TaskSupervisor("gitops")
 
     # -- public --------------------------------------------------------------------------
 
@@ -134,15 +138,13 @@ class Controller:
         self.store.subscribe(self._on_store_change)
         await asyncio.to_thread(self.store.refresh)
         self._scan()
+        start = self.tasks.start
         tasks = [
-            asyncio.create_task(self.store.watch(), name="store-watch"),
-            asyncio.create_task(self._schedule(), name="resync"),
-            *(
-                asyncio.create_task(self._work(), name=f"reconcile-{i}")
-                for i in range(max(self.settings.workers, 1))
-            ),
-            asyncio.create_task(self._work(urgent_only=True), name="reconcile-urgent"),
-            asyncio.create_task(keep_heap_settled(self.queue.urgent_running), name="heap"),
+            start("store-watch", self.store.watch),
+            start("resync", self._schedule),
+            *(start(f"reconcile-{i}", self._work) for i in range(max(self.settings.workers, 1))),
+            start("reconcile-urgent", lambda: self._work(urgent_only=True)),
+            start("heap", lambda: keep_heap_settled(self.queue.urgent_running)),
         ]
         self.ready.set()
         try:

@@ -19,6 +19,7 @@ from meshpilot.gitops.notify.config import NotificationConfig
 from meshpilot.gitops.notify.events import NotificationEvent
 from meshpilot.gitops.notify.payloads import github_comment, slack_payload
 from meshpilot.gitops.notify.redact import Redactor
+from meshpilot.supervise import TaskSupervisor
 
 __all__ = ["Delivery", "Notifier", "PullRequestIndex"]
 
@@ -82,9 +83,13 @@ class Notifier:
     def enabled(self) -> bool:
         return self.config.slack is not None or self.config.github is not None
 
-    def start(self) -> None:
+    def start(self, tasks: TaskSupervisor | None = None) -> None:
+        """Start delivering; under `tasks` (gitops serve's) a failed worker is restarted."""
         self._queue = asyncio.Queue(_QUEUE_LIMIT)
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="notifier")
+        if tasks is not None:
+            self._task = tasks.start("notifier", self._run)
+        else:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="notifier")
 
     async def stop(self, drain_timeout: float = 5.0) -> None:
         """Send what is queued (up to `drain_timeout`), then stop."""

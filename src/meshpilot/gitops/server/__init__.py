@@ -6,7 +6,9 @@ told otherwise:
     /api/v1/session, account   login, logout, accounts and API tokens (auth_api.py)
     /api/v1/applications/...   JSON API for the CLI's `--server URL` (api.py)
     GET  /metrics              argocd_app_info, argocd_app_sync_total, argocd_app_reconcile
-    GET  /healthz              ok
+    GET  /healthz              ok; 503 naming the task while a background task (store watch,
+                               resync, reconcile workers, notifier) has failed and restarts
+    GET  /debug/tasks          each background task: state, failures, restarts, last error
 
 Every path but the login, the webhook, /metrics and /healthz answers 401 without valid
 credentials (gitops/auth), before any handler runs: a route added later is closed too.
@@ -80,6 +82,7 @@ class GitopsServer:
         self.router.add("POST", "/api/webhook", self.webhook)
         self.router.add("GET", "/metrics", self.metrics)
         self.router.add("GET", "/healthz", self.healthz)
+        self.router.add("GET", "/debug/tasks", self.tasks)
         ApplicationApi(controller, self.auth).register(self.router)
         AuthApi(self.auth).register(self.router)
         self._server: asyncio.Server | None = None
@@ -113,7 +116,16 @@ class GitopsServer:
 
     async def metrics(self, request: Request, args: list[str]) -> Response:
         text = self.controller.metrics.render(self.controller.app_infos())
+        text += self.controller.tasks.render_metrics()
         return Response(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
     async def healthz(self, request: Request, args: list[str]) -> Response:
-        return Response.text("ok\n")
+        tasks = self.controller.tasks
+        if tasks.ready:
+            return Response.text("ok\n")
+        failing = "".join(f"task {t.name} {t.state}: {t.last_error}\n" for t in tasks.unhealthy())
+        return Response.text(f"not ready\n{failing}", 503)
+
+    async def tasks(self, request: Request, args: list[str]) -> Response:
+        tasks = self.controller.tasks
+        return Response.json({"ready": tasks.ready, "tasks": tasks.status()})
