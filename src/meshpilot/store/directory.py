@@ -15,9 +15,9 @@ each directory once (atomic.py), then appends one journal line per object, all w
 new store version, fsyncs the journal and clears the intent. A writer killed half-way is
 finished or undone under the lock by whoever comes next (store/recovery.py). The store
 version is the journal's last version; an object's resourceVersion is the version that last
-wrote it. Files and directories are private (0600/0700): the store
-holds Secrets. A handle that is current takes the objects it replaces from memory, and
-takes in its own writes without parsing the files back.
+wrote it. Files and directories are private (0600/0700): the store holds Secrets. A handle
+that is current takes the objects it replaces from memory, and takes in its own writes
+without parsing the files back.
 """
 
 from __future__ import annotations
