@@ -6,7 +6,7 @@ netns runtime keeps one owner file per cluster (runtime/leftovers.py); a tempora
 directory keeps its owner in an `owner` file inside it (`owned_tempdir`), and the next
 start of the same program removes the directories of its prefix whose owner is gone
 (`remove_dead_tempdirs`): discovery's front Envoy sockets, a proxy agent's working
-directory.
+directory, GitOps' git credentials and plugin working copies.
 """
 
 from __future__ import annotations
@@ -79,20 +79,22 @@ def process_start_time(pid: int) -> int | None:
     return int(text.rsplit(")", 1)[1].split()[19])
 
 
-def owned_tempdir(prefix: str) -> Path:
-    """A new private (0700) directory `<tmp>/<prefix><random>` whose owner file names this
-    process; `prefix` starts with `meshpilot-`."""
-    path = Path(tempfile.mkdtemp(prefix=prefix))
-    Owner.current().write(path / OWNER_FILE)
+def owned_tempdir(prefix: str, parent: Path | None = None) -> Path:
+    """A new private (0700) directory `<parent or tmp>/<prefix><random>` whose owner file
+    names this process; `prefix` starts with `meshpilot-`."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    owner_file = path / OWNER_FILE
+    owner_file.touch(mode=0o600)
+    Owner.current().write(owner_file)
     return path
 
 
-def remove_dead_tempdirs(prefix: str) -> list[Path]:
-    """Remove the `<tmp>/<prefix>*` directories whose owner process is gone. Left alone: a
-    running owner's, one whose owner file this user did not write (another user's, or one
-    without an owner file: being made, or made by an earlier meshpilot)."""
+def remove_dead_tempdirs(prefix: str, parent: Path | None = None) -> list[Path]:
+    """Remove the `<parent or tmp>/<prefix>*` directories whose owner process is gone.
+    Left alone: a running owner's, one whose owner file this user did not write (another
+    user's, or one without an owner file: being made, or made by an earlier meshpilot)."""
     removed = []
-    for path in sorted(Path(tempfile.gettempdir()).glob(f"{prefix}*")):
+    for path in sorted((parent or Path(tempfile.gettempdir())).glob(f"{prefix}*")):
         owner_file = path / OWNER_FILE
         try:
             directory, info = path.lstat(), owner_file.lstat()
