@@ -76,7 +76,7 @@ def test_a_writer_killed_at_random_moments_leaves_all_old_or_all_new(tmp_path: P
     window = (time.perf_counter() - started) * 1.3  # one whole apply, and a little after
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
-    current, outcomes = "timing", {"old": 0, "new": 0}
+    current, outcomes = "timing", {"old": 0, "new": 0, "interrupted": 0}
     for run in range(KILLS):
         new = f"v{run + 1}"
         pid, ready = applied_in_child(root, documents(new))
@@ -85,6 +85,8 @@ def test_a_writer_killed_at_random_moments_leaves_all_old_or_all_new(tmp_path: P
         time.sleep(rng.uniform(0, window))
         os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
+        intent = root / ".intent"
+        outcomes["interrupted"] += intent.exists() and intent.stat().st_size > 0
 
         reader = DirectoryStore(root)  # the next open recovers
         seen = values(reader)
@@ -101,5 +103,5 @@ def test_a_writer_killed_at_random_moments_leaves_all_old_or_all_new(tmp_path: P
         follower.refresh()
         assert values(follower) == seen, f"{where}: the running follower differs"
         assert follower.snapshot().version == reader.snapshot().version, where
-    # the kills landed on both sides of the commit point
-    assert outcomes["old"] and outcomes["new"], outcomes
+    # the kills landed on both sides of the commit point, and some in the middle of a write
+    assert outcomes["old"] and outcomes["new"] and outcomes["interrupted"], outcomes
