@@ -97,8 +97,16 @@ def _temporary(path: Path) -> tuple[int, str]:
     try:
         return tempfile.mkstemp(prefix=prefix, suffix=TEMPORARY_SUFFIX, dir=directory)
     except FileNotFoundError:
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        _private_dirs(directory)
         return tempfile.mkstemp(prefix=prefix, suffix=TEMPORARY_SUFFIX, dir=directory)
+
+
+def _private_dirs(directory: Path) -> None:
+    """Make `directory` and its missing parents 0700 (`mkdir(parents=True)` would make the
+    parents with the default mode: a store's `<Kind>` directories came out 0755)."""
+    missing = [directory, *(p for p in directory.parents if not p.exists())]
+    for path in sorted(missing, key=lambda p: len(p.parts)):
+        path.mkdir(exist_ok=True, mode=0o700)
 
 
 def remove_files(paths: Sequence[Path]) -> list[Path]:
