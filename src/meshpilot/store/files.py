@@ -14,7 +14,9 @@ the files read again are merged and compared (store/file_edits.py: 2 ms instead 
 an edit to its change event at 1000 services).
 
 Invalid input never reaches the store: an object that fails validation keeps its last good
-version, and so does every object of a file that is no longer readable YAML. The problems
+version, and so does every object of a file that is no longer readable YAML. An invalid
+security policy with no last good version is served as its fail-closed stand-in
+(config/fail_closed.py), never dropped. The problems
 are kept as diagnostics (and `error` when nothing could be read at all) for /debug/configz.
 """
 
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.fail_closed import kept_last_good, log_fail_closed
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.loader import LoadResult, load_paths
 from meshpilot.config.mesh import MeshConfig
@@ -200,9 +203,11 @@ class FileStore:
         if mesh != old.mesh:
             changed.add(MESH_KEY)
         self._mesh_file = mesh_file
-        for diag in read.result.errors:
-            log.warning("%s", diag)
-        diagnostics = tuple(read.result.diagnostics)
+        diagnostics = kept_last_good(read.result.diagnostics, stale)
+        for diag in diagnostics:
+            if diag.severity is Severity.ERROR:
+                log.warning("%s", diag)
+        log_fail_closed(objects, old.objects)
         return self._commit(old, objects, changed, mesh, diagnostics, frozenset(stale))
 
     def _commit(
@@ -231,6 +236,7 @@ def _combine(results: Iterable[LoadResult]) -> LoadResult:
     seen: dict[ConfigKey, ConfigObject[Any]] = {}
     for one in results:
         out.diagnostics.extend(one.diagnostics)
+        out.fail_closed.extend(one.fail_closed)
         if one.mesh_origin is not None:
             if out.mesh_origin is None:
                 out.mesh, out.mesh_origin = one.mesh, one.mesh_origin
@@ -280,11 +286,13 @@ def _merge(
     invalid = {key for d in errors if (key := diagnostic_key(d)) is not None}
     stale: set[ConfigKey] = set()
     for key, obj in old.objects.items():
-        if key in objects:
+        if key in objects or obj.fail_closed:
             continue
         if key in invalid or obj.origin.file in broken_files:
             objects[key] = obj
             stale.add(key)
+    for stand in result.fail_closed:  # invalid security policies with no last good version
+        objects.setdefault(stand.key, stand)
     return objects, stale
 
 
