@@ -115,6 +115,8 @@ def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]
             "file": obj.origin.file,
             "line": obj.origin.line,
             "stale": key in snapshot.stale,
+            # An invalid security policy's deny-all/STRICT stand-in: why (config/fail_closed.py)
+            **({"fail_closed": obj.fail_closed} if obj.fail_closed else {}),
             "object": _public(obj.model),
         }
         for key, obj in sorted(snapshot.objects.items())
@@ -123,6 +125,11 @@ def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]
         "store_version": snapshot.version,
         "push_version": push.version if push else None,
         "error": snapshot.error,
+        "failing_closed": [
+            f"{key.kind} {key.namespace}/{key.name}: {obj.fail_closed}"
+            for key, obj in sorted(snapshot.objects.items())
+            if obj.fail_closed
+        ],
         "diagnostics": [_diagnostic(d) for d in snapshot.diagnostics],
         "mesh": snapshot.mesh.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         "objects": objects,
