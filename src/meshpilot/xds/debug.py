@@ -79,6 +79,12 @@ def syncz(connections: Iterable[Connection], control_plane: str = "") -> list[di
             w = conn.watched.get(type_url)
             entry[f"{prefix}_sent"] = w.nonce_sent if w else ""
             entry[f"{prefix}_acked"] = w.nonce_acked if w else ""
+        if (
+            conn.generation_errors
+        ):  # types not sent: the proxy keeps its last (xds/generation_errors.py)
+            entry["generation_errors"] = {
+                SHORT_TYPE.get(t, t): message for t, message in conn.generation_errors.items()
+            }
         out.append(entry)
     return out
 
