@@ -179,6 +179,8 @@ def warm_delta_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
     the step from its state when that is shared), leaving it only its responses to
     assemble. `proxy`: the one the stream will push with."""
     assert req.push is not None
+    if conn.generation_errors:
+        return  # its own push retries the failed types (xds/generation_errors.py)
     push = req.push
     eds = conn.watched.get(TypeUrl.ENDPOINT)
     eds_names = None if eds is None or eds.wildcard else eds.names

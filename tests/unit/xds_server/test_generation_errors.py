@@ -52,8 +52,8 @@ REAL = generator(TypeUrl.CLUSTER, ProxyType.SIDECAR)
 
 
 class NodeStream(Stream):
-    def __init__(self, stub: Any, node: str) -> None:
-        super().__init__(stub, False)
+    def __init__(self, stub: Any, node: str, delta: bool = False) -> None:
+        super().__init__(stub, delta)
         self.node = node
 
     def send(self, req: Any) -> None:
@@ -156,3 +156,37 @@ def test_a_failing_first_request_leaves_the_stream_open(tmp_path: Path) -> None:
         client.close()
 
     run(tmp_path, scenario)
+
+
+@pytest.mark.usefixtures("broken_generator")
+def test_delta_streams_contain_the_failure_too(tmp_path: Path) -> None:
+    async def scenario(h: Harness) -> None:
+        from envoy.service.discovery.v3 import ads_pb2_grpc
+
+        stub = ads_pb2_grpc.AggregatedDiscoveryServiceStub(h.channel)
+        client, web = h.stream(delta=True), NodeStream(stub, WEB_NODE, delta=True)
+        for s in (client, web):
+            s.send(discovery_pb2.DeltaDiscoveryRequest(type_url=TypeUrl.CLUSTER))
+            first = await s.recv()
+            s.send(_delta_ack(first))
+        BROKEN["on"] = True
+        h.edit(APP + API)
+        pushed = await web.recv()
+        assert API_CLUSTER in {r.name for r in pushed.resources}
+        web.send(_delta_ack(pushed))
+        pending = await _nothing_within(client, 0.5)
+        BROKEN["on"] = False
+        h.edit(APP + API + WEB_2)
+        retried = await asyncio.wait_for(pending, 3)
+        assert retried.type_url == TypeUrl.CLUSTER
+        assert API_CLUSTER in {r.name for r in retried.resources}
+        client.close()
+        web.close()
+
+    run(tmp_path, scenario)
+
+
+def _delta_ack(response: Any) -> discovery_pb2.DeltaDiscoveryRequest:
+    return discovery_pb2.DeltaDiscoveryRequest(
+        type_url=response.type_url, response_nonce=response.nonce
+    )
