@@ -69,8 +69,8 @@ log = logging.getLogger(__name__)
 FAIL_CLOSED: Mapping[Kind, str] = {
     Kind.AUTHORIZATION_POLICY: "failing closed: every request to the workloads it selects "
     "is denied until it is fixed",
-    Kind.PEER_AUTHENTICATION: "failing closed: the workloads it selects accept mutual TLS "
-    "only (STRICT) until it is fixed",
+    Kind.PEER_AUTHENTICATION: "failing closed: mutual TLS only (STRICT) for the workloads "
+    "it selects until it is fixed",
     Kind.REQUEST_AUTHENTICATION: "failing closed: every request with a JWT to the workloads "
     "it selects is rejected (401) until it is fixed",
 }

@@ -143,8 +143,8 @@ spec:
     loaded = load_text(bad, "pa.yaml")
     assert [str(d) for d in loaded.errors] == [
         'pa.yaml:6: error: PeerAuthentication foo/httpbin: spec.mtls.mode: invalid value "STRIKT"'
-        "; use one of: UNSET, DISABLE, PERMISSIVE, STRICT; failing closed: the workloads it "
-        "selects accept mutual TLS only (STRICT) until it is fixed"
+        "; use one of: UNSET, DISABLE, PERMISSIVE, STRICT; failing closed: mutual TLS only "
+        "(STRICT) for the workloads it selects until it is fixed"
     ]
     push = _push(permissive, bad)
     index = peer_authn(push)
@@ -188,6 +188,11 @@ def test_translate_and_analyze_report_and_fail_closed(tmp_path: Path) -> None:
     analyzed = _run("analyze", *args)
     assert analyzed.returncode == 1
     assert "sourceWorkloads: unknown field 'sourceWorkloads'; failing closed" in analyzed.stderr
+    assert (
+        "warning: AuthorizationPolicy foo/allow-sleep: spec: invalid, no last good version ("
+        in analyzed.stderr
+    )
+    assert "1 workload(s) affected: httpbin-v1-5f6b8d7c9-abcde.foo" in analyzed.stderr
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
