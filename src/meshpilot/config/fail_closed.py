@@ -8,7 +8,7 @@ the raw document can tell (namespace and selector; a selector that cannot be rea
 every workload of the namespace, or of the mesh in the root namespace), and:
 
 - AuthorizationPolicy (ALLOW, DENY, CUSTOM or an unreadable action): denies every request
-  (an RBAC filter of its own, stat prefix `invalid_policy_<ns>_<name>_`). AUDIT and dry-run
+  (an RBAC filter of its own, stat prefix `invalid_policy_<ns>_<name>`). AUDIT and dry-run
   policies never allow or deny anything and are skipped as before.
 - PeerAuthentication: STRICT on every port, ahead of the other policies of its level.
 - RequestAuthentication: rejects (401) every request that carries a token where the policy

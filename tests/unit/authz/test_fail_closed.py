@@ -1,7 +1,7 @@
 """A security policy meshpilot cannot use never widens access (issue 18, item 3).
 
 With no last good version, an invalid AuthorizationPolicy denies every request to the
-workloads it selects (its own RBAC filter, stats under `invalid_policy_<ns>_<name>_`), an
+workloads it selects (its own RBAC filter, stats under `invalid_policy_<ns>_<name>`), an
 invalid PeerAuthentication is STRICT, and an invalid RequestAuthentication rejects every
 token; the errors name file, line, object and field and say "failing closed"."""
 
@@ -24,7 +24,7 @@ from meshpilot.model.proxy import ProxyType, proxy_from_pod
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.xds.generate import generate_proxy_config
 from meshpilot.xds.generate.security import InboundSecurity, inbound_security
-from tests.unit.authz.envoy_harness import running_envoy
+from tests.unit.authz.envoy_harness import running_envoy, running_tcp_envoy_admin, tcp_echo_server
 from tests.unit.authz.helpers import as_dict
 
 MESH = Path(__file__).parents[1] / "golden" / "inputs" / "authz-mesh.yaml"
@@ -92,7 +92,7 @@ def test_unknown_field_error_names_file_line_field_and_says_failing_closed() -> 
 
 def test_invalid_allow_policy_denies_everything_with_a_stat_prefix_saying_why() -> None:
     [deny_all, *rest] = _rbac(_security(_push(BAD_ALLOW, ALLOW_ALL)))
-    assert deny_all["rules_stat_prefix"] == "invalid_policy_foo_allow-sleep_"
+    assert deny_all["rules_stat_prefix"] == "invalid_policy_foo_allow-sleep"
     assert deny_all["rules"] == {
         "action": "DENY",
         "policies": {
@@ -104,7 +104,7 @@ def test_invalid_allow_policy_denies_everything_with_a_stat_prefix_saying_why() 
     }
     assert [r["rules"].get("action", "ALLOW") for r in rest] == ["ALLOW"]  # the valid policy stays
     tcp = [as_dict(f)["typed_config"] for f in _security(_push(BAD_ALLOW)).network]
-    assert [t["stat_prefix"] for t in tcp] == ["tcp.invalid_policy_foo_allow-sleep_"]
+    assert [t["stat_prefix"] for t in tcp] == ["tcp.invalid_policy_foo_allow-sleep."]
 
 
 def test_audit_policy_that_is_invalid_is_skipped_as_it_cannot_widen_access() -> None:
@@ -121,7 +121,7 @@ def test_unreadable_selector_fails_closed_for_the_whole_namespace_or_mesh() -> N
     in_root = bad_selector.replace("namespace: foo", "namespace: istio-system")
     push = _push(in_root, OTHER_POD)
     prefix = _rbac(_security(push, "other"))[0]["rules_stat_prefix"]
-    assert prefix == "invalid_policy_istio-system_allow-sleep_"
+    assert prefix == "invalid_policy_istio-system_allow-sleep"
     # A readable selector keeps the stand-in to the workloads the policy selected.
     assert _security(_push(BAD_ALLOW, OTHER_POD), "other").empty
 
@@ -217,6 +217,18 @@ spec:
     out: dict[str, int] = {}
     with running_envoy(_security(_push(BAD_ALLOW, ALLOW_ALL)).http) as envoy:
         out["authz"] = envoy.status("/get")
+        stats = envoy.stats("invalid_policy")
+        out["denied stat"] = stats.get(
+            "http.authz_test.rbac.invalid_policy_foo_allow-sleep.denied", -1
+        )
+    with (
+        tcp_echo_server() as upstream,
+        running_tcp_envoy_admin(_security(_push(BAD_ALLOW)).network, upstream) as tcp,
+    ):
+        out["tcp echo"] = len(tcp.exchange(b"hello"))
+        out["tcp denied stat"] = tcp.stats("invalid_policy").get(
+            "tcp.invalid_policy_foo_allow-sleep.rbac.denied", -1
+        )
     with running_envoy(_security(_push(bad_jwt)).http) as envoy:
         out["no token"] = envoy.status("/get")
         out["bearer"] = envoy.status("/get", headers={"Authorization": "Bearer a.b.c"})
@@ -229,13 +241,17 @@ def test_envoy_denies_every_request_under_an_invalid_allow_policy(
     envoy_statuses: dict[str, int],
 ) -> None:
     assert envoy_statuses["authz"] == 403
+    assert envoy_statuses["denied stat"] == 1  # the RBAC stats say why
+    assert envoy_statuses["tcp echo"] == 0  # a TCP connection is closed unanswered
+    assert envoy_statuses["tcp denied stat"] == 1
 
 
 @pytest.mark.envoy
 def test_envoy_rejects_every_token_under_an_invalid_request_authentication(
     envoy_statuses: dict[str, int],
 ) -> None:
-    assert envoy_statuses == envoy_statuses | {"no token": 200, "bearer": 401, "x-token": 401}
+    expected = {"no token": 200, "bearer": 401, "x-token": 401}
+    assert {k: envoy_statuses[k] for k in expected} == expected
 
 
 @pytest.mark.envoy
@@ -258,5 +274,5 @@ spec:
     assert found is not None
     proxy = proxy_from_pod(found, ProxyType.SIDECAR)
     config = generate_proxy_config(push, proxy)
-    assert "invalid_policy_foo_allow-sleep_" in json.dumps(config.to_dict())
+    assert "invalid_policy_foo_allow-sleep" in json.dumps(config.to_dict())
     validate_config(config, node_id=proxy.node_id)

@@ -13,7 +13,8 @@ does for an unknown provider, matching requests are denied (policy names end wit
 
 An invalid policy with no last good version (config/fail_closed.py) gets an RBAC filter of
 its own, first: DENY everything, policy `ns[<ns>]-policy[<name>]-invalid-deny-all`, stats
-under `invalid_policy_<ns>_<name>_` (HTTP `rules_stat_prefix`; TCP `tcp.invalid_policy_...`).
+`http.<hcm>.rbac.invalid_policy_<ns>_<name>.denied` (`rules_stat_prefix`) and on TCP
+`tcp.invalid_policy_<ns>_<name>.rbac.denied`.
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def invalid_policy_rules(obj: _Policy) -> rbac_pb2.RBAC:
 
 
 def invalid_stat_prefix(obj: _Policy) -> str:
-    """`invalid_policy_<ns>_<name>_`: the RBAC stats of the stand-in say why it denies."""
-    return f"invalid_policy_{obj.namespace}_{obj.name}_".replace(".", "_")
+    """`invalid_policy_<ns>_<name>`: the RBAC stats of the stand-in say why it denies."""
+    return f"invalid_policy_{obj.namespace}_{obj.name}".replace(".", "_")
 
 
 def http_rbac_filters(
@@ -182,7 +183,7 @@ def network_rbac_filters(
             typed_config=pack(
                 network_rbac_pb2.RBAC(
                     rules=invalid_policy_rules(obj),
-                    stat_prefix=f"{TCP_STAT_PREFIX}{invalid_stat_prefix(obj)}",
+                    stat_prefix=f"{TCP_STAT_PREFIX}{invalid_stat_prefix(obj)}.",
                 )
             ),
         )
