@@ -3,8 +3,11 @@ never was valid is served as its fail-closed stand-in, and /debug/configz says w
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
+
+import pytest
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
@@ -31,11 +34,19 @@ def _write(path: Path, text: str) -> None:
 
 
 def test_invalid_policy_without_last_good_version_is_served_failing_closed(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     _write(tmp_path / "policy.yaml", BAD)
     store = FileStore([tmp_path])
-    store.load()
+    with caplog.at_level(logging.ERROR):
+        store.load()
+    [logged] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert logged.getMessage().startswith("AuthorizationPolicy foo/allow-sleep at ")
+    assert logged.getMessage().endswith(
+        "is invalid (spec.rules[0].from[0].source.principalz: unknown field 'principalz') and "
+        "has no last good version; failing closed: every request to the workloads it selects "
+        "is denied until it is fixed"
+    )
     snapshot = store.snapshot()
     served = snapshot.objects[KEY]
     assert (
