@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.fail_closed import kept_last_good, log_fail_closed
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.loader import load_documents
@@ -308,9 +309,12 @@ class DirectoryStore:
         loaded = self._load_files(None)
         version = tail.entries[-1].version if tail.entries else self.journal.last_version()
         old = self._snapshot
+        for key, stand in loaded.fail_closed.items():  # a hand-edited security policy
+            kept = old.objects.get(key)
+            loaded.objects[key] = kept if kept is not None and not kept.fail_closed else stand
         changed = changed_keys(old.objects, loaded.objects)
         self._raw = loaded.raw
-        self._unreadable = set()
+        self._unreadable = {k for k in loaded.fail_closed if not loaded.objects[k].fail_closed}
         self._own_writes.clear()
         self._own_deletes.clear()
         return self._publish(loaded.objects, loaded.diagnostics, version, changed, tail)
@@ -336,9 +340,13 @@ class DirectoryStore:
                 objects[key] = loaded.objects[key]
                 self._raw[key] = loaded.raw[key]
             elif (problem := errors.get(str(self._path(key)))) is not None:
-                log.warning("%s: invalid stored object, the last good version is kept: %s",
-                            key, problem)  # fmt: skip
                 self._unreadable.add(key)
+                kept = objects.get(key)
+                if key in loaded.fail_closed and (kept is None or kept.fail_closed):
+                    objects[key] = loaded.fail_closed[key]  # no last good version: deny
+                else:
+                    log.warning("%s: invalid stored object, the last good version is kept: %s",
+                                key, problem)  # fmt: skip
             else:
                 objects.pop(key, None)
                 self._raw.pop(key, None)
@@ -361,6 +369,9 @@ class DirectoryStore:
             mesh = mesh_of(objects, self._raw)  # only the istio ConfigMaps feed it
         if mesh != self._snapshot.mesh:
             changed.add(MESH_KEY)
+        kept = [k for k, o in objects.items() if not o.fail_closed and k in self._unreadable]
+        log_fail_closed(objects, self._snapshot.objects)
+        diagnostics = list(kept_last_good(diagnostics, kept))
         self._snapshot = StoreSnapshot(
             version=version, objects=objects, mesh=mesh, diagnostics=tuple(diagnostics)
         )

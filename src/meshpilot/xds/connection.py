@@ -286,6 +286,9 @@ class Connection:
     # The stream task waits for its next event (xds/stream_loop.py): an ACK may be recorded
     # by the reader then, without waking it.
     idle: bool = False
+    # Types whose generation failed for this stream, with why (xds/generation_errors.py):
+    # not sent, retried with every push until one is.
+    generation_errors: dict[str, str] = field(default_factory=dict)
 
     def hold(self, size: int) -> None:
         self.charged += size
@@ -314,5 +317,7 @@ class Connection:
                 self.watched[type_url] = replace(current, always_respond=True)
 
     def record_sent(self, type_url: str, version: str, nonce: str) -> None:
+        if self.generation_errors:
+            self.generation_errors.pop(type_url, None)
         current = self.watched.get(type_url) or WatchedResource(type_url)
         self.watched[type_url] = current.sent(version, nonce)
