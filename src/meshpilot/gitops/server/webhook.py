@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from meshpilot import http1
 from meshpilot.gitops.controller.loop import PushEvent
 from meshpilot.gitops.errors import GitopsError
+from meshpilot.gitops.server.webhook_payloads import (
+    BitbucketPush,
+    GithubPullRequestEvent,
+    GithubPush,
+    GitlabPush,
+    PushCommit,
+)
 
 __all__ = ["Parsed", "WebhookError", "WebhookSecrets", "parse_webhook"]
 
@@ -50,17 +57,17 @@ def parse_webhook(headers: Mapping[str, str], body: bytes, secrets: WebhookSecre
         if not hmac.compare_digest(token.encode(), secrets.gitlab.encode()):
             raise WebhookError("GitLab webhook token mismatch", 401)
     try:
-        payload = json.loads(body or b"{}")
-    except ValueError:
-        raise WebhookError("webhook payload is not JSON") from None
-    if not isinstance(payload, dict):
-        raise WebhookError("webhook payload is not a JSON object")
-    if "x-github-event" in headers:
-        return _github(headers["x-github-event"], payload)
-    if "x-gitlab-event" in headers:
-        return _gitlab(payload)
-    if headers.get("x-event-key", "").startswith("repo:push"):
-        return _bitbucket(payload)
+        payload = http1.parse_json(body or b"{}", "webhook payload")
+        if not isinstance(payload, dict):
+            raise http1.BadRequest("webhook payload is not a JSON object")
+        if "x-github-event" in headers:
+            return _github(headers["x-github-event"], payload)
+        if "x-gitlab-event" in headers:
+            return _gitlab(http1.validate(GitlabPush, payload, "webhook payload"))
+        if headers.get("x-event-key", "").startswith("repo:push"):
+            return _bitbucket(http1.validate(BitbucketPush, payload, "webhook payload"))
+    except http1.BadRequest as exc:
+        raise WebhookError(str(exc)) from None
     raise WebhookError("unknown webhook (expected a GitHub, GitLab or Bitbucket push event)")
 
 
@@ -79,15 +86,16 @@ def _ref_name(ref: str) -> str:
     return ref.removeprefix("refs/heads/").removeprefix("refs/tags/")
 
 
-def _urls(*values: Any) -> frozenset[str]:
-    return frozenset(str(v) for v in values if isinstance(v, str) and v)
+def _urls(*values: str | None) -> frozenset[str]:
+    return frozenset(v for v in values if v)
 
 
-def _changed_files(commits: Any) -> frozenset[str]:
+def _changed_files(commits: list[PushCommit | None] | None) -> frozenset[str]:
     out: set[str] = set()
-    for commit in commits if isinstance(commits, list) else []:
-        for field in ("added", "modified", "removed"):
-            out.update(str(f) for f in (commit or {}).get(field) or [])
+    for commit in commits or []:
+        if commit is not None:
+            for files in (commit.added, commit.modified, commit.removed):
+                out.update(files or [])
     return frozenset(out)
 
 
@@ -102,67 +110,64 @@ def _pr_from_messages(commit: str, messages: list[str]) -> dict[str, int]:
 
 
 def _github(event: str, payload: dict[str, Any]) -> Parsed:
-    repo = payload.get("repository") or {}
-    urls = _urls(repo.get("html_url"), repo.get("clone_url"), repo.get("ssh_url"),
-                 repo.get("git_url"), repo.get("url"))  # fmt: skip
     if event == "pull_request":
-        pr = payload.get("pull_request") or {}
-        number = payload.get("number") or pr.get("number")
+        pull = http1.validate(GithubPullRequestEvent, payload, "webhook payload")
+        pr = pull.pull_request
+        number = pull.number or (pr.number if pr else None)
         found = {}
-        if isinstance(number, int):
-            for sha in ((pr.get("head") or {}).get("sha"), pr.get("merge_commit_sha")):
-                if isinstance(sha, str) and sha:
+        if number is not None and pr is not None:
+            for sha in (pr.head.sha if pr.head else None, pr.merge_commit_sha):
+                if sha:
                     found[sha] = number
         return Parsed(None, found)
     if event != "push":
         return Parsed(None, {})
-    commit = str(payload.get("after") or "")
-    head = payload.get("head_commit") or {}
-    messages = [str(head.get("message") or "")]
-    push = PushEvent(
+    push = http1.validate(GithubPush, payload, "webhook payload")
+    repo = push.repository
+    urls = _urls(*(
+        (repo.html_url, repo.clone_url, repo.ssh_url, repo.git_url, repo.url) if repo else ()
+    ))  # fmt: skip
+    commit = push.after or ""
+    messages = [(push.head_commit.message or "") if push.head_commit else ""]
+    event_ = PushEvent(
         repo_urls=urls,
-        branches=frozenset({_ref_name(str(payload.get("ref") or ""))}),
+        branches=frozenset({_ref_name(push.ref or "")}),
         commit=commit,
-        default_branch=str(repo.get("default_branch") or repo.get("master_branch") or ""),
-        changed_files=_changed_files(payload.get("commits")),
+        default_branch=(repo.default_branch or repo.master_branch or "") if repo else "",
+        changed_files=_changed_files(push.commits),
     )
-    return Parsed(push, _pr_from_messages(commit, messages))
+    return Parsed(event_, _pr_from_messages(commit, messages))
 
 
-def _gitlab(payload: dict[str, Any]) -> Parsed:
-    project = payload.get("project") or {}
-    repo = payload.get("repository") or {}
+def _gitlab(payload: GitlabPush) -> Parsed:
+    project, repo = payload.project, payload.repository
     urls = _urls(
-        project.get("web_url"),
-        project.get("git_http_url"),
-        project.get("git_ssh_url"),
-        repo.get("homepage"),
-        repo.get("git_http_url"),
-        repo.get("git_ssh_url"),
+        *((project.web_url, project.git_http_url, project.git_ssh_url) if project else ()),
+        *((repo.homepage, repo.git_http_url, repo.git_ssh_url) if repo else ()),
     )
-    commit = str(payload.get("checkout_sha") or payload.get("after") or "")
-    messages = [str(c.get("message") or "") for c in payload.get("commits") or [] if c]
+    commit = payload.checkout_sha or payload.after or ""
+    messages = [c.message or "" for c in payload.commits or [] if c]
     push = PushEvent(
         repo_urls=urls,
-        branches=frozenset({_ref_name(str(payload.get("ref") or ""))}),
+        branches=frozenset({_ref_name(payload.ref or "")}),
         commit=commit,
-        default_branch=str(project.get("default_branch") or ""),
-        changed_files=_changed_files(payload.get("commits")),
+        default_branch=(project.default_branch or "") if project else "",
+        changed_files=_changed_files(payload.commits),
     )
     return Parsed(push, _pr_from_messages(commit, messages[-1:]))
 
 
-def _bitbucket(payload: dict[str, Any]) -> Parsed:
-    repo = payload.get("repository") or {}
-    full = str(repo.get("full_name") or "")
-    html = ((repo.get("links") or {}).get("html") or {}).get("href")
+def _bitbucket(payload: BitbucketPush) -> Parsed:
+    repo = payload.repository
+    full = (repo.full_name or "") if repo else ""
+    html = repo.links.html.href if repo and repo.links and repo.links.html else None
     urls = _urls(html, f"https://bitbucket.org/{full}" if full else None,
                  f"git@bitbucket.org:{full}.git" if full else None)  # fmt: skip
     branches, commit = set(), ""
-    for change in (payload.get("push") or {}).get("changes") or []:
-        new = (change or {}).get("new") or {}
-        if new.get("name"):
-            branches.add(str(new["name"]))
-            commit = str((new.get("target") or {}).get("hash") or commit)
+    for change in (payload.push.changes if payload.push else None) or []:
+        new = change.new if change else None
+        if new is not None and new.name:
+            branches.add(new.name)
+            commit = (new.target.hash if new.target else None) or commit
     push = PushEvent(repo_urls=urls, branches=frozenset(branches), commit=commit)
     return Parsed(push, {})
