@@ -54,6 +54,8 @@ MAX_HEAD = 64 * 1024
 MAX_JSON_DEPTH = 64  # deeper JSON is refused: no request body of ours nests half as deep
 _HEAD_TIMEOUT_S = 10
 _BODY_TIMEOUT_S = 30
+_LINGER_S = 1.0
+_LINGER_BYTES = 1024 * 1024
 # RFC 9110 token characters: what a method may be made of.
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _VERSION = re.compile(r"HTTP/1\.[01]")
@@ -185,24 +187,27 @@ async def serve(
     refusal: Refusal = refuse or _text_refusal
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        method = "GET"
+        method, unread = "GET", False
         try:
             try:
-                request = await _read_request(reader, max_body)
+                head = await _read_head(reader)
+                if head is None:
+                    return  # the client closed without sending anything
+                method = head.method  # (a refused HEAD request gets no body either)
+                request = await _read_body(reader, head, max_body)
             except HttpError as exc:
-                response = refusal(str(exc), exc.status)
+                response, unread = refusal(str(exc), exc.status), True
             except Exception as exc:  # a bug in reading: still an answer, and one log line
                 _log_failure("reading a request", exc)
-                response = refusal("internal error (see the server log)", 500)
+                response, unread = refusal("internal error (see the server log)", 500), True
             else:
-                if request is None:
-                    return  # the client closed without sending anything
-                method = request.method
                 response = await _answer(handler, request, refusal)
             writer.write(_head(response))
             if method != "HEAD":
                 writer.write(response.body)
             await writer.drain()
+            if unread:
+                await _linger(reader, writer)
         except ConnectionError:
             pass  # the client went away: nobody to answer
         finally:
@@ -211,9 +216,31 @@ async def serve(
     return await asyncio.start_server(handle, host, port, limit=MAX_HEAD)
 
 
-async def _read_request(reader: asyncio.StreamReader, limit: int) -> Request | None:
-    """The request, None when the client sent nothing at all; HttpError when it cannot be
-    read or is refused before any handler sees it."""
+async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """After refusing a request whose body was not read: end our side, then read what the
+    client still sends (a bounded amount, for a bounded time) before closing. Closing with
+    unread bytes resets the connection, and a reset can discard the refusal before the
+    client reads it."""
+    writer.write_eof()
+    left = _LINGER_BYTES
+    try:
+        async with asyncio.timeout(_LINGER_S):
+            while left > 0 and (chunk := await reader.read(min(left, 65536))):
+                left -= len(chunk)
+    except TimeoutError:
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    method: str
+    target: str
+    headers: dict[str, str]
+
+
+async def _read_head(reader: asyncio.StreamReader) -> _Head | None:
+    """The request line and headers, None when the client sent nothing at all; HttpError
+    when they cannot be read."""
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=_HEAD_TIMEOUT_S)
     except asyncio.IncompleteReadError as exc:
@@ -226,8 +253,12 @@ async def _read_request(reader: asyncio.StreamReader, limit: int) -> Request | N
         raise HttpError("request head not received in time", 408) from None
     lines = head[:-4].decode("latin-1").split("\r\n")
     method, target = _request_line(lines[0])
-    headers = _headers(lines[1:])
-    length = _content_length(headers, limit)
+    return _Head(method, target, _headers(lines[1:]))
+
+
+async def _read_body(reader: asyncio.StreamReader, head: _Head, limit: int) -> Request:
+    """The whole request; HttpError when its body cannot be read or is refused."""
+    length = _content_length(head.headers, limit)
     body = b""
     if length:
         try:
@@ -238,9 +269,9 @@ async def _read_request(reader: asyncio.StreamReader, limit: int) -> Request | N
             ) from None
         except TimeoutError:
             raise HttpError("request body not received in time", 408) from None
-    path, _, query = target.partition("?")
+    path, _, query = head.target.partition("?")
     path = path.partition("#")[0]
-    return Request(method, path, headers, _query(query), body)
+    return Request(head.method, path, head.headers, _query(query), body)
 
 
 def _request_line(line: str) -> tuple[str, str]:
