@@ -76,6 +76,7 @@ from meshpilot.xds.push_request import (
     request_for_change,
 )
 from meshpilot.xds.push_timeline import PushTimeline, PushTimelines
+from meshpilot.xds.request_shape import Malformed, MalformedRequest, log_refusal
 from meshpilot.xds.resources import load_generators, prebuild_known
 from meshpilot.xds.speculation import Built, Speculation
 from meshpilot.xds.stream_loop import StreamLoop
@@ -335,9 +336,11 @@ class DiscoveryServer:
         except StopAsyncIteration:
             return
         try:  # (a first request has a node: never a Subscription, save from a bad client)
+            if isinstance(first, Malformed):
+                raise MalformedRequest(first.reason)
             node = parse_node((first.request if isinstance(first, Subscription) else first).node)
-        except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except (ValueError, MalformedRequest) as exc:
+            await _refuse(context, str(exc))
             return
         if delta and self.settings.vhds:
             node = replace(node, vhds=True)
@@ -350,6 +353,8 @@ class DiscoveryServer:
         try:
             async for out in self.loop.serve(conn, first, wire):
                 yield out
+        except MalformedRequest as exc:
+            await _refuse(context, str(exc))
         except Exception:
             log.exception("ADS: stream of %s failed", conn.id)
             raise
@@ -382,3 +387,9 @@ class DiscoveryServer:
         gauge.inc(version, amount=change)
         if gauge.get(version) <= 0:
             del gauge.values[(version,)]
+
+
+async def _refuse(context: grpc.aio.ServicerContext, reason: str) -> None:
+    """End a stream whose request the server cannot serve: INVALID_ARGUMENT, one log line."""
+    log_refusal(str(context.peer()), reason)
+    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)
