@@ -231,7 +231,7 @@ def test_ready_once_config_arrives(
     wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
     assert http_get(agent.ports.agent_status, "/healthz/ready")[0] == 503
     # The control plane (and its CA) comes up where the agent looks for it; the agent gets
-    # its certificate at its next retry (backoff 1 s, 2 s, 4 s...), Envoy reconnects.
+    # its certificate at its next retry (at most 1 s apart), Envoy reconnects.
     start_discovery(xds_port)
     wait_for(
         lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200,
