@@ -191,7 +191,8 @@ def _admin(port: int) -> bootstrap_pb2.Admin:
 
 def _dynamic_resources(options: AgentOptions) -> bootstrap_pb2.Bootstrap.DynamicResources:
     api_type = config_source_pb2.ApiConfigSource.ApiType.Value(str(options.xds_type))
-    # Envoy's jittered exponential backoff (random up to base * 2^n, at most max).
+    # The xDS stream's reconnect backoff (EnvoyGrpc's, not GrpcService's: that one is for
+    # other async streams): jittered exponential, random up to base * 2^n, at most max.
     retry = base_pb2.RetryPolicy(
         retry_back_off=backoff_pb2.BackoffStrategy(
             base_interval=seconds(XDS_RETRY_BASE_S), max_interval=seconds(XDS_RETRY_MAX_S)
@@ -203,8 +204,9 @@ def _dynamic_resources(options: AgentOptions) -> bootstrap_pb2.Bootstrap.Dynamic
         transport_api_version=config_source_pb2.V3,
         grpc_services=[
             grpc_service_pb2.GrpcService(
-                envoy_grpc=grpc_service_pb2.GrpcService.EnvoyGrpc(cluster_name=XDS_CLUSTER),
-                retry_policy=retry,
+                envoy_grpc=grpc_service_pb2.GrpcService.EnvoyGrpc(
+                    cluster_name=XDS_CLUSTER, retry_policy=retry
+                ),
             )
         ],
     )
