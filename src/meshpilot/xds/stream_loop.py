@@ -40,6 +40,7 @@ from meshpilot.xds.node import proxy_for
 from meshpilot.xds.prepared import PreparedPush, take_prepared
 from meshpilot.xds.push_request import PushRequest
 from meshpilot.xds.push_timeline import PushTimelines
+from meshpilot.xds.request_shape import Malformed, MalformedRequest
 from meshpilot.xds.resources import prewarm_step
 from meshpilot.xds.sotw import on_request, push_responses
 
@@ -74,6 +75,8 @@ class StreamLoop:
             conn.idle = False
             if event is None:
                 break
+            if isinstance(event, Malformed):
+                raise MalformedRequest(event.reason)
             if isinstance(event, PushEvent):
                 req = event.request
                 prepared = take_prepared(req.push, conn, self.metrics.prepared)
