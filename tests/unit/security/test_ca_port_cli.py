@@ -49,7 +49,8 @@ def test_discovery_serves_the_ca_port_and_stops_its_envoy(tmp_path: Path) -> Non
         deadline = time.monotonic() + 5
         while (private_dir / "envoy.json").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert sorted(p.name for p in private_dir.glob("*")) == ["ca.sock", "xds.sock"]
+        # left: the sockets and the owner file (PID and start time, for cleanup after kill -9)
+        assert sorted(p.name for p in private_dir.glob("*")) == ["ca.sock", "owner", "xds.sock"]
     finally:
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=15)
