@@ -9,7 +9,11 @@
     ├── HostSupportError           (runtime/commands.py) not root, or ip/iptables missing
     ├── NetworkError               (runtime/network.py) no free subnet, bridge problems
     ├── PodError                   (runtime/pod.py) a pod could not start or stop
-    └── ClusterError               (runtime/cluster.py) pods of one run: names, teardown
+    ├── ClusterError               (runtime/cluster.py) pods of one run: names, teardown
+    └── HttpError                  (http1.py) a request refused with its 4xx status
+        ├── BadRequest             400: unreadable request, not JSON, a body of the wrong shape
+        ├── PayloadTooLarge        413
+        └── UnsupportedMediaType   415
 
 Exceptions raised by one module live in that module; all derive from MeshpilotError, so the
 CLI prints them as one line.

@@ -1,6 +1,8 @@
 """The proxy agent: pilot-agent's life cycle around one Envoy.
 
-Start: prepare the working directory (bootstrap `envoy-rev.json`, the SDS socket directory),
+Start: prepare the working directory (bootstrap `envoy-rev.json`, the SDS socket directory;
+without --work-dir a private `meshpilot-proxy-<pod>-*` one in the temporary directory, where
+the next agent to start removes those of agents killed with -9: meshpilot/owner.py),
 with a CA configured serve the workload certificate over SDS and keep it renewed
 (certs/service.py), start the status server (15020), start Envoy (as the proxy UID/GID, 1337
 unless told otherwise, for a capturing sidecar when the agent is root, so that iptables
@@ -19,7 +21,6 @@ import os
 import shutil
 import signal
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from meshpilot.agent.options import AgentOptions, sds_socket_path
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.model.proxy import ProxyType
+from meshpilot.owner import owned_tempdir, remove_dead_tempdirs
 from meshpilot.supervise import TaskSupervisor
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 BOOTSTRAP_FILE = "envoy-rev.json"  # pilot-agent's name, in its config path
+WORK_DIR_PREFIX = "meshpilot-proxy-"  # without --work-dir: meshpilot-proxy-<pod>-<random>
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +115,12 @@ def _parents_below(path: Path, top: Path) -> list[Path]:
     return out
 
 
+def _temporary_work_dir(pod_name: str) -> Path:
+    """A private directory with an owner file; those of agents killed with -9 go first."""
+    remove_dead_tempdirs(WORK_DIR_PREFIX)
+    return owned_tempdir(f"{WORK_DIR_PREFIX}{pod_name}-")
+
+
 class ProxyAgent:
     def __init__(self, options: AgentOptions, runtime: RuntimeOptions | None = None) -> None:
         self.options = options
@@ -142,9 +151,7 @@ class ProxyAgent:
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT (exit status 0) or until Envoy cannot be kept up (1)."""
         owner = self.run_as()
-        work_dir = self.runtime.work_dir or Path(
-            tempfile.mkdtemp(prefix=f"meshpilot-proxy-{self.options.pod_name}-")
-        )
+        work_dir = self.runtime.work_dir or _temporary_work_dir(self.options.pod_name)
         self.work_dir = work_dir
         if self.options.secure_xds and self.runtime.certs is None:
             raise MeshpilotError(

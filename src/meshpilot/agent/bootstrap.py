@@ -6,7 +6,9 @@ Pure: `AgentOptions` in, `envoy.config.bootstrap.v3.Bootstrap` out (Istio's temp
 - node: id `sidecar~<ip>~<pod>.<ns>~<ns>.svc.cluster.local`, cluster `<app>.<ns>`, locality
   from the topology labels, and the metadata Istio's agent sends (NAMESPACE, LABELS, ...);
 - admin on 127.0.0.1 only;
-- ADS (GRPC or DELTA_GRPC) over the static cluster `xds-grpc`, LDS and CDS from ADS.
+- ADS (GRPC or DELTA_GRPC) over the static cluster `xds-grpc`, LDS and CDS from ADS;
+  the stream is retried with full jitter, from 100 ms doubling to at most 1 s (Envoy's
+  default grows to 30 s: a proxy came back up to 20 s after a control plane restart);
   Istio's Envoy dials pilot-agent's UDS `XDS` proxy; ours dials the control plane directly:
   plaintext (15010), or mTLS (15012) verifying the control plane's certificate against the
   mesh root (`./var/run/secrets/istio/root-cert.pem`) and the name `istiod.istio-system.svc`,
@@ -27,6 +29,7 @@ from envoy.config.bootstrap.v3 import bootstrap_pb2
 from envoy.config.cluster.v3 import circuit_breaker_pb2, cluster_pb2
 from envoy.config.core.v3 import (
     address_pb2,
+    backoff_pb2,
     base_pb2,
     config_source_pb2,
     extension_pb2,
@@ -61,6 +64,8 @@ from meshpilot.xds.protos import Filters, ads_source, duration, pack, seconds, u
 __all__ = [
     "AGENT_CLUSTER",
     "PROMETHEUS_CLUSTER",
+    "XDS_RETRY_BASE_S",
+    "XDS_RETRY_MAX_S",
     "bootstrap_dict",
     "bootstrap_json",
     "build_bootstrap",
@@ -71,6 +76,9 @@ PROMETHEUS_CLUSTER = "prometheus_stats"
 AGENT_CLUSTER = "agent"
 LOCALHOST = "127.0.0.1"
 WILDCARD = "0.0.0.0"
+# The ADS stream's reconnect backoff: a proxy is back within ~1 s of its control plane.
+XDS_RETRY_BASE_S = 0.1
+XDS_RETRY_MAX_S = 1.0
 _HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 # Runtime flag Istio sets: RE2 programs as large as generated regexes need.
 _RUNTIME = {"re2.max_program_size.error_level": "32768"}
@@ -183,13 +191,22 @@ def _admin(port: int) -> bootstrap_pb2.Admin:
 
 def _dynamic_resources(options: AgentOptions) -> bootstrap_pb2.Bootstrap.DynamicResources:
     api_type = config_source_pb2.ApiConfigSource.ApiType.Value(str(options.xds_type))
+    # The xDS stream's reconnect backoff (EnvoyGrpc's, not GrpcService's: that one is for
+    # other async streams): jittered exponential, random up to base * 2^n, at most max.
+    retry = base_pb2.RetryPolicy(
+        retry_back_off=backoff_pb2.BackoffStrategy(
+            base_interval=seconds(XDS_RETRY_BASE_S), max_interval=seconds(XDS_RETRY_MAX_S)
+        )
+    )
     ads = config_source_pb2.ApiConfigSource(
         api_type=api_type,
         set_node_on_first_message_only=True,
         transport_api_version=config_source_pb2.V3,
         grpc_services=[
             grpc_service_pb2.GrpcService(
-                envoy_grpc=grpc_service_pb2.GrpcService.EnvoyGrpc(cluster_name=XDS_CLUSTER)
+                envoy_grpc=grpc_service_pb2.GrpcService.EnvoyGrpc(
+                    cluster_name=XDS_CLUSTER, retry_policy=retry
+                ),
             )
         ],
     )

@@ -19,9 +19,9 @@ also answers GET /debug/tasks (JSON: each task's state, failures, last error) an
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 
+from meshpilot import http1
 from meshpilot.agent.admin import EnvoyAdmin
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.supervise import TaskSupervisor
@@ -94,8 +94,8 @@ class ReadinessProbe:
 
 
 class StatusServer:
-    """A minimal asyncio HTTP/1.1 server: GET /healthz/ready, /debug/tasks, /metrics; 404
-    for anything else."""
+    """The agent's HTTP/1.1 server (meshpilot.http1): GET /healthz/ready, /debug/tasks,
+    /metrics; 404 for anything else, and 4xx for requests it cannot read."""
 
     def __init__(self, probe: ReadinessProbe, port: int, host: str = "0.0.0.0") -> None:
         self._probe = probe
@@ -111,7 +111,7 @@ class StatusServer:
 
     async def start(self) -> None:
         try:
-            self._server = await asyncio.start_server(self._handle, self._host, self._port)
+            self._server = await http1.serve(self._respond, self._host, self._port)
         except OSError as exc:
             raise MeshpilotError(
                 f"agent status server cannot listen on {self._host}:{self._port}: {exc.strerror}"
@@ -124,44 +124,18 @@ class StatusServer:
             await self._server.wait_closed()
             self._server = None
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=10)
-            method, path = _request_line(request)
-            status, body = await self._respond(method, path)
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-                + (b"" if method == "HEAD" else body)
-            )
-            await writer.drain()
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-            pass
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
-
-    async def _respond(self, method: str, path: str) -> tuple[str, bytes]:
-        path = path.split("?", 1)[0]
-        if path not in ("/healthz/ready", "/debug/tasks", "/metrics"):
-            return "404 Not Found", b"not found\n"
-        if method not in ("GET", "HEAD"):
-            return "405 Method Not Allowed", b"method not allowed\n"
+    async def _respond(self, request: http1.Request) -> http1.Response:
+        if request.path not in ("/healthz/ready", "/debug/tasks", "/metrics"):
+            return http1.Response.text("not found\n", 404)
+        if request.method not in ("GET", "HEAD"):
+            return http1.Response.text("method not allowed\n", 405)
         tasks = self._probe.tasks
-        if path == "/debug/tasks":
+        if request.path == "/debug/tasks":
             body = {"ready": tasks.ready, "tasks": tasks.status()}
-            return "200 OK", (json.dumps(body, indent=2) + "\n").encode()
-        if path == "/metrics":
-            return "200 OK", tasks.render_metrics().encode()
+            return http1.Response.json(body)
+        if request.path == "/metrics":
+            return http1.Response.text(tasks.render_metrics())
         reason = await self._probe.check()
         if reason is None:
-            return "200 OK", b""
-        return "503 Service Unavailable", (reason + "\n").encode()
-
-
-def _request_line(request: bytes) -> tuple[str, str]:
-    parts = request.split(b"\r\n", 1)[0].decode("latin-1").split()
-    if len(parts) < 2:
-        return "", ""
-    return parts[0], parts[1]
+            return http1.Response(200)
+        return http1.Response.text(reason + "\n", 503)

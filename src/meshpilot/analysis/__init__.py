@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from meshpilot.analysis.conflicting_virtual_services import check_conflicting_virtual_services
 from meshpilot.analysis.destination_rules import check_destination_rules
+from meshpilot.analysis.fail_closed import check_fail_closed
 from meshpilot.analysis.gateways import check_gateway_workloads
 from meshpilot.analysis.peer_authentications import check_peer_authentications
 from meshpilot.analysis.port_names import check_port_names
@@ -39,6 +40,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_port_names,
     check_peer_authentications,
     check_security_policies,
+    check_fail_closed,
 )
 
 

@@ -17,7 +17,7 @@ __all__ = ["analyze"]
 def analyze(filenames: tuple[str, ...]) -> None:
     """Report invalid objects and broken references; exit 1 if there is any error."""
     loaded = load_inputs(filenames)
-    push = build_push_context(loaded.objects, loaded.mesh)
+    push = build_push_context(loaded.served, loaded.mesh)
     diagnostics = [*loaded.diagnostics, *analyze_push(push)]
     print_diagnostics(diagnostics)
     errors = sum(d.severity is Severity.ERROR for d in diagnostics)

@@ -44,7 +44,7 @@ def translate(
     """Print the listeners, routes, clusters, endpoints and secrets for one proxy."""
     loaded = load_inputs(filenames)
     print_diagnostics(loaded.diagnostics)
-    push = build_push_context(loaded.objects, loaded.mesh)
+    push = build_push_context(loaded.served, loaded.mesh)
     settle_long_lived_objects()
     name, _, namespace = proxy_ref.partition(".")
     pod = push.pod(namespace or "default", name)

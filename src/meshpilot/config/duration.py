@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Annotated
 
 from pydantic import BeforeValidator
 
-__all__ = ["Duration", "format_duration", "parse_duration"]
+__all__ = ["MAX_DURATION_SECONDS", "Duration", "format_duration", "parse_duration"]
+
+# Envoy refuses a Duration of more seconds ("Duration out-of-range", it is held as 64-bit
+# nanoseconds), far below protobuf's own limit of 315576000000s; every field alike.
+MAX_DURATION_SECONDS = 9_223_372_035
+MAX_DURATION_NS = MAX_DURATION_SECONDS * 1_000_000_000 + 999_999_999
 
 _UNITS_NS = {
     "h": 3_600_000_000_000,
@@ -32,11 +38,17 @@ def parse_duration(text: object) -> int:
     for match in _PART.finditer(s):
         if match.start() != pos:
             break
-        total += round(float(match.group(1)) * _UNITS_NS[match.group(2)])
+        # Exact (a float loses the milliseconds of durations past ~100 days of seconds).
+        total += round(Fraction(match.group(1)) * _UNITS_NS[match.group(2)])
         pos = match.end()
     if pos != len(s):
         raise ValueError(
             f"invalid duration {text!r}: use a number with a unit, such as '10s' or '500ms'"
+        )
+    if total > MAX_DURATION_NS:
+        raise ValueError(
+            f"duration {text!r} is out of range: Envoy takes at most {MAX_DURATION_SECONDS}s "
+            "(about 292 years)"
         )
     return total
 

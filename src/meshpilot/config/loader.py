@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from meshpilot.config.base import TopLevel
 from meshpilot.config.diagnostics import Diagnostic, FieldError, Origin, Severity, format_path
+from meshpilot.config.fail_closed import SECURITY_KINDS, failing_closed_message, stand_in
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import CLUSTER_SCOPED, Kind, accepted_api_versions
 from meshpilot.config.kube.core import ConfigMap
@@ -34,10 +35,19 @@ class LoadResult:
     mesh: MeshConfig = field(default_factory=MeshConfig)
     mesh_origin: Origin | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Stand-ins of invalid security policies (config/fail_closed.py); not in `objects`.
+    fail_closed: list[ConfigObject[TopLevel]] = field(default_factory=list)
 
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.severity is Severity.ERROR]
+
+    @property
+    def served(self) -> list[ConfigObject[TopLevel]]:
+        """What a control plane with no earlier version would serve: the objects, and the
+        fail-closed stand-in of each invalid security policy no valid copy replaces."""
+        keys = {obj.key for obj in self.objects}
+        return [*self.objects, *(o for o in self.fail_closed if o.key not in keys)]
 
 
 def load_paths(paths: Iterable[str | Path]) -> LoadResult:
@@ -124,14 +134,8 @@ def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | 
     )
     if api_version not in accepted_api_versions(kind):
         accepted = ", ".join(accepted_api_versions(kind))
-        result.diagnostics.append(
-            _diag(
-                origin,
-                key,
-                ("apiVersion",),
-                f"apiVersion {api_version!r} is not accepted for {kind}; use one of: {accepted}",
-            )
-        )
+        message = f"apiVersion {api_version!r} is not accepted for {kind}; use one of: {accepted}"
+        _refuse(result, data, origin, key, [FieldError(("apiVersion",), message)])
         return None
     if not key.name:
         result.diagnostics.append(
@@ -147,18 +151,40 @@ def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | 
     try:
         model = model_cls.model_validate(data)
     except ValidationError as exc:
-        result.diagnostics.extend(
-            _diag(origin, key, err[0], err[1]) for err in _pydantic_errors(exc)
-        )
+        _refuse(result, data, origin, key, [FieldError(*err) for err in _pydantic_errors(exc)])
         return None
     errors = _name_errors(key) + validate_object(kind, model)
+    if any(err.severity is Severity.ERROR for err in errors):
+        _refuse(result, data, origin, key, errors)
+        return None
     for err in errors:
         result.diagnostics.append(_diag(origin, key, err.path, err.message, err.severity))
-    if any(err.severity is Severity.ERROR for err in errors):
-        return None
     if isinstance(model, ConfigMap) and _is_mesh_config_map(model) and "mesh" in model.data:
         _set_mesh_text(model.data["mesh"], origin, result)
     return ConfigObject(key, model, origin)
+
+
+def _refuse(
+    result: LoadResult,
+    data: dict[str, Any],
+    origin: Origin,
+    key: ConfigKey,
+    errors: list[FieldError],
+) -> None:
+    """Report an object that cannot be used. A security policy gets a fail-closed stand-in
+    (config/fail_closed.py) and its errors say so."""
+    stand = None
+    if key.kind in SECURITY_KINDS and key.name:
+        first = next(e for e in errors if e.severity is Severity.ERROR)
+        reason = f"{format_path(first.path) or 'object'}: {first.message}"
+        stand = stand_in(key.kind, key, data, origin, reason)
+    for err in errors:
+        message = err.message
+        if stand is not None and err.severity is Severity.ERROR:
+            message = failing_closed_message(key.kind, message)
+        result.diagnostics.append(_diag(origin, key, err.path, message, err.severity))
+    if stand is not None:
+        result.fail_closed.append(stand)
 
 
 def _is_mesh_config_map(cm: ConfigMap) -> bool:

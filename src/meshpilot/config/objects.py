@@ -19,6 +19,9 @@ class ConfigObject(Generic[M]):
     key: ConfigKey
     model: M
     origin: Origin
+    # Set on a stand-in for a security policy that failed validation (config/fail_closed.py):
+    # why it is there; the stand-in denies what the policy could have allowed.
+    fail_closed: str = ""
 
     @property
     def name(self) -> str:

@@ -6,18 +6,15 @@ ends `mpv-<hash>`, FORWARD rules commented `meshpilot:mp-<cluster>`. A cluster i
 while the process that owns it runs: its owner file `<state dir>/<cluster>.owner` records
 that process's PID and start time (so a reused PID does not count). Removal only touches
 clusters whose owner is gone, so two runs on one machine (two test sessions, a demo and a
-test) never remove each other's pods.
+test) never remove each other's pods. The owner itself is meshpilot/owner.py's, shared with
+the temporary directories of discovery and the proxy agent.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from meshpilot.owner import TEMP_DIR, WORKDIR_PREFIX, Owner, process_start_time
 from meshpilot.runtime.commands import run
 from meshpilot.runtime.netns import delete_netns, list_links, list_netns, list_netns_etc
 from meshpilot.runtime.network import FORWARD_COMMENT_PREFIX, delete_bridge, delete_forward_rules
@@ -25,6 +22,7 @@ from meshpilot.runtime.network import FORWARD_COMMENT_PREFIX, delete_bridge, del
 __all__ = [
     "LINK_PREFIX",
     "NAME_PREFIX",
+    "TEMP_DIR",
     "WORKDIR_PREFIX",
     "Owner",
     "cluster_of",
@@ -36,50 +34,6 @@ __all__ = [
 NAME_PREFIX = "mp-"  # namespaces mp-<cluster>-<namespace>-<pod>, bridges mp-<cluster>
 LINK_PREFIX = "mpv-"  # host ends of pod veth pairs
 OWNER_SUFFIX = ".owner"
-WORKDIR_PREFIX = "meshpilot-"  # temporary pod directories: meshpilot-<cluster>-*
-TEMP_DIR = Path(tempfile.gettempdir())
-
-
-@dataclass(frozen=True, slots=True)
-class Owner:
-    pid: int
-    start_time: int
-    workdir: str = ""  # a temporary directory of ours, removed with the leftovers
-
-    @classmethod
-    def current(cls, workdir: Path | None = None) -> Owner:
-        pid = os.getpid()
-        return cls(pid, process_start_time(pid) or 0, str(workdir or ""))
-
-    def alive(self) -> bool:
-        return process_start_time(self.pid) == self.start_time
-
-    def write(self, path: Path) -> None:
-        data = {"pid": self.pid, "start_time": self.start_time, "workdir": self.workdir}
-        path.write_text(json.dumps(data) + "\n")
-
-    @classmethod
-    def read(cls, path: Path) -> Owner | None:
-        try:
-            data = json.loads(path.read_text())
-            return cls(int(data["pid"]), int(data["start_time"]), str(data.get("workdir", "")))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
-            return None
-
-    def remove_workdir(self) -> None:
-        """Only a `meshpilot-*` directory directly in the temporary directory."""
-        path = Path(self.workdir)
-        if self.workdir and path.parent == TEMP_DIR and path.name.startswith(WORKDIR_PREFIX):
-            shutil.rmtree(path, ignore_errors=True)
-
-
-def process_start_time(pid: int) -> int | None:
-    """Clock ticks since boot at which `pid` started (/proc/<pid>/stat field 22)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def cluster_of(name: str) -> str | None:

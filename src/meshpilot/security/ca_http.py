@@ -43,6 +43,7 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD = 64 * 1024
 MAX_BODY = 1024 * 1024  # a CSR request is about 1 KB
+_MAX_PENDING = MAX_HEAD + 2 * MAX_BODY  # unparsed bytes of one connection, at most
 _PATH = CREATE_CERTIFICATE.encode()
 _XFCC_CERT = re.compile(rb'(?:^|;)Cert="([^"]*)"')
 _PEER_CERT = "x509_pem_cert"  # the key grpc's auth_context gives a client certificate
@@ -110,11 +111,36 @@ class CaHttpProtocol(asyncio.BufferedProtocol):
         self._buffer += self._io.scratch[:nbytes]
         try:
             while (request := _take_request(self._buffer)) is not None:
-                self._io.put(transport, self._answer(request))
+                self._io.put(transport, self._answer_safely(request))
+            if len(self._buffer) > _MAX_PENDING:
+                raise _BadRequest("request too large")  # (e.g. a chunk size line without end)
         except _BadRequest as exc:
-            log.warning("CA port: closing a connection from the front Envoy: %s", exc)
-            self._refused = True
-            self._io.put(transport, _BAD_REQUEST, close=True)
+            self._refuse(str(exc))
+
+    def eof_received(self) -> bool:
+        """The caller stopped sending: the connection closes after the answers on their way,
+        and a request cut short is answered 400."""
+        if self._refused:
+            return True  # (closed once the 400 is written)
+        if self._buffer.strip():
+            self._refuse("the request ended before it was complete")
+        else:
+            assert self._transport is not None
+            self._io.put(self._transport, b"", close=True)
+        return True
+
+    def _refuse(self, reason: str) -> None:
+        assert self._transport is not None
+        log.warning("CA port: closing a connection from the front Envoy: %s", reason)
+        self._refused = True
+        self._io.put(self._transport, _BAD_REQUEST, close=True)
+
+    def _answer_safely(self, request: _Request) -> bytes:
+        try:
+            return self._answer(request)
+        except Exception as exc:  # a bug must cost one call, not the connection
+            log.error("CA port: answering a call failed: %s: %s", type(exc).__name__, exc)
+            return _refusal(_INTERNAL, "the CA failed to answer")
 
     def _answer(self, request: _Request) -> bytes:
         path, head, low, body = request

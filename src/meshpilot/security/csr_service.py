@@ -95,12 +95,16 @@ class CsrService:
         """The generic handler to add to a grpc.aio server."""
         method = grpc.unary_unary_rpc_method_handler(
             self.create_certificate,
-            request_deserializer=IstioCertificateRequest.FromString,
+            request_deserializer=_parse_request,
             response_serializer=IstioCertificateResponse.SerializeToString,
         )
         return grpc.method_handlers_generic_handler(SERVICE_NAME, {"CreateCertificate": method})
 
     async def create_certificate(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if request is None:
+            reason = "the request is not an IstioCertificateRequest"
+            log.warning("CA: refused a call from %s: %s", context.peer(), reason)
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, reason)
         try:
             chain = self.issue(
                 request, context.invocation_metadata() or (), context.auth_context, context.peer
@@ -157,6 +161,15 @@ class CsrService:
             except CsrIdentityError:
                 continue
         return self.ca.sign(csr, caller.identities[-1], ttl)
+
+
+def _parse_request(raw: bytes) -> IstioCertificateRequest | None:
+    """The request deserializer: never raises (gRPC would log a traceback and answer
+    UNKNOWN); None for bytes that are not an IstioCertificateRequest."""
+    try:
+        return IstioCertificateRequest.FromString(raw)
+    except Exception:  # protobuf's DecodeError, or text that is not UTF-8
+        return None
 
 
 def _log_issued(issued: Issued, caller: Caller) -> None:

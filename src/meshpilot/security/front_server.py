@@ -14,7 +14,9 @@ caller presents one, by Envoy against the mesh roots, which passes it on as
 x-forwarded-client-cert (ca_http.py). ADS streams go on to the same grpc.aio handler as
 the plaintext port's, on a socket of their own. Both sockets are 0600 in a private 0700
 directory, where the bootstrap (it holds the serving key) lives only until Envoy has read
-it; the directory goes when the front stops.
+it; the directory goes when the front stops. A discovery killed with -9 cannot remove it:
+the next discovery to start removes the directories whose owner is gone (meshpilot/owner.py),
+never a running one's.
 
 Envoy is restarted with backoff if it dies and killed if discovery dies
 (front_envoy_process.py); when it keeps dying past that budget, discovery's task supervisor
@@ -28,7 +30,6 @@ import contextlib
 import logging
 import shutil
 import socket
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from google.protobuf import json_format
 
 from meshpilot.agent.envoy_process import EnvoyLaunch
 from meshpilot.envoy.binary import envoy_binary
+from meshpilot.owner import owned_tempdir, remove_dead_tempdirs
 from meshpilot.security.ca import ServingCredentials
 from meshpilot.security.ca_http import CaHttpProtocol, ServerIo
 from meshpilot.security.csr_service import CsrService
@@ -48,6 +50,7 @@ __all__ = ["FrontPort", "FrontServer"]
 log = logging.getLogger(__name__)
 
 _READY_TIMEOUT_S = 20.0
+DIRECTORY_PREFIX = "meshpilot-front-"
 
 
 class FrontServer:
@@ -68,7 +71,8 @@ class FrontServer:
     def directory(self) -> Path:
         """The private directory (0700) of the front's sockets, made on first use."""
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="meshpilot-front-"))
+            remove_dead_tempdirs(DIRECTORY_PREFIX)  # what a killed discovery left
+            self._dir = owned_tempdir(DIRECTORY_PREFIX)
         return self._dir
 
     def xds_socket(self) -> str:

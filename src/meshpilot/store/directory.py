@@ -2,20 +2,22 @@
 journal other processes watch (`meshpilot discovery --store DIR` serves what `meshpilot
 apply` and GitOps sync write).
 
-    <root>/.meshpilot-store                  marker: this directory is a store
-    <root>/.lock                             writers hold an exclusive flock while writing
+    <root>/.meshpilot-store, .lock           marker and write lock (store/store_dir.py)
+    <root>/.intent                           the write in progress (store/intent.py)
     <root>/.journal                          change feed (store/journal.py)
     <root>/<Kind>/<namespace>/<name>.yaml    one object (cluster-scoped: <Kind>/_cluster/)
 
 A write validates every object with the translation engine's loader first (an invalid
 object refuses the whole write with the loader's Diagnostic: file, line, object, field),
 checks resourceVersions, writes every changed file of the write to a temporary name and
-fsyncs it, renames them all over the old ones and fsyncs each directory once (atomic.py),
-then appends one journal line per object, all with the new store version, and fsyncs the
-journal. The store version is the journal's last version; an object's resourceVersion is
-the version that last wrote it. Files and directories are private (0600/0700): the store
-holds Secrets. A handle that is current takes the objects it replaces from memory, and
-takes in its own writes without parsing the files back.
+fsyncs it, records the batch in the intent, renames them all over the old ones and fsyncs
+each directory once (atomic.py), then appends one journal line per object, all with the
+new store version, fsyncs the journal and clears the intent. A writer killed half-way is
+finished or undone under the lock by whoever comes next (store/recovery.py). The store
+version is the journal's last version; an object's resourceVersion is the version that last
+wrote it. Files and directories are private (0600/0700): the store holds Secrets. A handle
+that is current takes the objects it replaces from memory, and takes in its own writes
+without parsing the files back.
 """
 
 from __future__ import annotations
@@ -23,28 +25,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import fcntl
 import logging
-import os
 import threading
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.fail_closed import kept_last_good, log_fail_closed
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.loader import load_documents
 from meshpilot.config.objects import ConfigObject
 from meshpilot.config.yaml_source import RawDocument
-from meshpilot.errors import MeshpilotError
 from meshpilot.store.admission import refuse_unstorable
-from meshpilot.store.atomic import fsync_dirs, remove_files, replace_files
+from meshpilot.store.atomic import fsync_dirs, remove_files, rename_staged
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
 from meshpilot.store.inotify import Notifier
+from meshpilot.store.intent import IntentFile
 from meshpilot.store.journal import Journal, JournalTail
 from meshpilot.store.matching import changed_keys, matching_documents, mesh_of, mesh_source
 from meshpilot.store.object_files import LoadedFiles, load_object_files, store_files
+from meshpilot.store.recovery import recover, recover_abandoned, recover_on_open
+from meshpilot.store.store_dir import StoreError, object_path, open_store_dir, store_lock
 from meshpilot.store.writes import (
     ApplyAction,
     ApplyResult,
@@ -57,16 +60,10 @@ __all__ = ["DirectoryStore", "StoreError"]
 
 log = logging.getLogger(__name__)
 
-MARKER = ".meshpilot-store"
-CLUSTER_DIR = "_cluster"  # namespaces cannot start with "_", so no clash
 # Journal bytes (~60 per line) up to which a watcher reads the new objects on its event loop:
 # the hop to a thread to warm the page cache costs more than reading a few fresh files.
 _READ_AHEAD_FROM = 1024
 Manifest = dict[str, Any]
-
-
-class StoreError(MeshpilotError):
-    """The store directory cannot be used (not a store, unreadable, unwritable)."""
 
 
 class DirectoryStore:
@@ -86,8 +83,10 @@ class DirectoryStore:
         # every resync rewrites; reading them cost it more CPU than serving the mesh).
         self._skip = frozenset(skip_kinds)
         self._skip_dirs = frozenset(str(kind) for kind in skip_kinds)
-        self._open(create)
+        store_format = open_store_dir(self.root, create)
         self.journal = Journal(self.root / ".journal")
+        self._intent = IntentFile(self.root)
+        recover_on_open(self.root, self._intent, self.journal, store_format)
         self._snapshot = StoreSnapshot(version=0)
         self._raw: dict[ConfigKey, Manifest] = {}
         self._offset = 0
@@ -151,6 +150,10 @@ class DirectoryStore:
         with Notifier([str(self.journal.path)]) as notifier:
             while True:
                 await notifier.wait(self.poll_interval, settle=False)
+                if self._intent.pending():  # a writer at work, or one that died
+                    await asyncio.to_thread(
+                        recover_abandoned, self.root, self._intent, self.journal
+                    )
                 await self._follow()
 
     async def _follow(self) -> None:
@@ -212,8 +215,8 @@ class DirectoryStore:
             changes = [(k, m) for k, m, action in planned if action is not ApplyAction.UNCHANGED]
             if dry_run or not changes:
                 return results
-            files = [(self._path(key), dump_manifest(m)) for key, m in changes]
-            directories = replace_files(files, durable=durable)
+            files = [(key, self._path(key), dump_manifest(m)) for key, m in changes]
+            directories = rename_staged(self._intent.stage(version, files, durable))
             # what the files now hold (no need to parse them), known before the journal
             # names the version: a watching thread's refresh may read it at once
             for key, manifest in changes:
@@ -227,6 +230,7 @@ class DirectoryStore:
             if durable:  # after the line: watchers react while the renames reach the disk
                 fsync_dirs(directories)
                 self.journal.sync()
+            self._intent.clear()
         self.refresh()
         return results
 
@@ -239,6 +243,7 @@ class DirectoryStore:
             if dry_run or not present:
                 return results
             version = self.journal.last_version() + 1
+            self._intent.ready(version, [], present)
             directories = remove_files([self._path(key) for key in present])
             self._own_deletes.update((key, version) for key in present)
             try:
@@ -249,37 +254,22 @@ class DirectoryStore:
                 raise
             fsync_dirs(directories)
             self.journal.sync()
+            self._intent.clear()
         self.refresh()
         return results
 
     # -- files ---------------------------------------------------------------------------
 
-    def _open(self, create: bool) -> None:
-        marker = self.root / MARKER
-        if marker.exists():
-            return
-        if self.root.exists() and any(self.root.iterdir()):
-            raise StoreError(f"{self.root}: not a meshpilot store (no {MARKER} file)")
-        if not create:
-            raise StoreError(f"{self.root}: no such store")
-        try:
-            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(self.root, 0o700)
-            marker.write_text("meshpilot directory store, format 1\n")
-        except OSError as exc:
-            raise StoreError(f"{self.root}: cannot create the store: {exc.strerror}") from exc
-
     def _path(self, key: ConfigKey) -> Path:
-        return self.root / str(key.kind) / (key.namespace or CLUSTER_DIR) / f"{key.name}.yaml"
+        return object_path(self.root, key)
 
     @contextlib.contextmanager
     def _write_lock(self) -> Iterator[None]:
-        fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        """The store's write lock, with any write a dead writer left finished or undone."""
+        with store_lock(self.root):
+            if self._intent.pending():
+                recover(self.root, self._intent, self.journal)
             yield
-        finally:
-            os.close(fd)  # closing releases the lock
 
     def _known_raw(self, stored_version: int) -> Mapping[ConfigKey, Manifest]:
         """The manifests as this handle last read them, when that is the store's current
@@ -319,9 +309,12 @@ class DirectoryStore:
         loaded = self._load_files(None)
         version = tail.entries[-1].version if tail.entries else self.journal.last_version()
         old = self._snapshot
+        for key, stand in loaded.fail_closed.items():  # a hand-edited security policy
+            kept = old.objects.get(key)
+            loaded.objects[key] = kept if kept is not None and not kept.fail_closed else stand
         changed = changed_keys(old.objects, loaded.objects)
         self._raw = loaded.raw
-        self._unreadable = set()
+        self._unreadable = {k for k in loaded.fail_closed if not loaded.objects[k].fail_closed}
         self._own_writes.clear()
         self._own_deletes.clear()
         return self._publish(loaded.objects, loaded.diagnostics, version, changed, tail)
@@ -347,9 +340,13 @@ class DirectoryStore:
                 objects[key] = loaded.objects[key]
                 self._raw[key] = loaded.raw[key]
             elif (problem := errors.get(str(self._path(key)))) is not None:
-                log.warning("%s: invalid stored object, the last good version is kept: %s",
-                            key, problem)  # fmt: skip
                 self._unreadable.add(key)
+                kept = objects.get(key)
+                if key in loaded.fail_closed and (kept is None or kept.fail_closed):
+                    objects[key] = loaded.fail_closed[key]  # no last good version: deny
+                else:
+                    log.warning("%s: invalid stored object, the last good version is kept: %s",
+                                key, problem)  # fmt: skip
             else:
                 objects.pop(key, None)
                 self._raw.pop(key, None)
@@ -372,6 +369,9 @@ class DirectoryStore:
             mesh = mesh_of(objects, self._raw)  # only the istio ConfigMaps feed it
         if mesh != self._snapshot.mesh:
             changed.add(MESH_KEY)
+        kept = [k for k, o in objects.items() if not o.fail_closed and k in self._unreadable]
+        log_fail_closed(objects, self._snapshot.objects)
+        diagnostics = list(kept_last_good(diagnostics, kept))
         self._snapshot = StoreSnapshot(
             version=version, objects=objects, mesh=mesh, diagnostics=tuple(diagnostics)
         )

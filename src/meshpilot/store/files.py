@@ -15,9 +15,11 @@ an edit to its change event at 1000 services).
 
 Invalid input never reaches the store: an object that fails validation keeps its last good
 version, and so does every object of a file that is no longer readable YAML, or not
-readable at all (not UTF-8, no permission, or anything the loader raises on). The problems
-are kept as diagnostics, one per file or object (and `error` when a -f path is missing),
-for /debug/configz; the other files keep being served and watched.
+readable at all (not UTF-8, no permission, or anything the loader raises on). An invalid
+security policy with no last good version is served as its fail-closed stand-in
+(config/fail_closed.py), never dropped. The problems are kept as diagnostics, one per file
+or object (and `error` when a -f path is missing), for /debug/configz; the other files keep
+being served and watched.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.fail_closed import kept_last_good, log_fail_closed
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.loader import LoadResult, load_paths
 from meshpilot.config.mesh import MeshConfig
@@ -202,9 +205,11 @@ class FileStore:
         if mesh != old.mesh:
             changed.add(MESH_KEY)
         self._mesh_file = mesh_file
-        for diag in read.result.errors:
-            log.warning("%s", diag)
-        diagnostics = tuple(read.result.diagnostics)
+        diagnostics = kept_last_good(read.result.diagnostics, stale)
+        for diag in diagnostics:
+            if diag.severity is Severity.ERROR:
+                log.warning("%s", diag)
+        log_fail_closed(objects, old.objects)
         return self._commit(old, objects, changed, mesh, diagnostics, frozenset(stale))
 
     def _commit(
@@ -247,6 +252,7 @@ def _combine(results: Iterable[LoadResult]) -> LoadResult:
     seen: dict[ConfigKey, ConfigObject[Any]] = {}
     for one in results:
         out.diagnostics.extend(one.diagnostics)
+        out.fail_closed.extend(one.fail_closed)
         if one.mesh_origin is not None:
             if out.mesh_origin is None:
                 out.mesh, out.mesh_origin = one.mesh, one.mesh_origin
@@ -296,11 +302,13 @@ def _merge(
     invalid = {key for d in errors if (key := diagnostic_key(d)) is not None}
     stale: set[ConfigKey] = set()
     for key, obj in old.objects.items():
-        if key in objects:
+        if key in objects or obj.fail_closed:
             continue
         if key in invalid or obj.origin.file in broken_files:
             objects[key] = obj
             stale.add(key)
+    for stand in result.fail_closed:  # invalid security policies with no last good version
+        objects.setdefault(stand.key, stand)
     return objects, stale
 
 

@@ -26,6 +26,8 @@ class LoadedFiles:
     objects: dict[ConfigKey, ConfigObject[Any]] = field(default_factory=dict)
     raw: dict[ConfigKey, Manifest] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Stand-ins of invalid security policies (config/fail_closed.py), by key.
+    fail_closed: dict[ConfigKey, ConfigObject[Any]] = field(default_factory=dict)
 
 
 def load_object_files(sources: Iterable[Path | RawDocument]) -> LoadedFiles:
@@ -55,6 +57,7 @@ def load_object_files(sources: Iterable[Path | RawDocument]) -> LoadedFiles:
         documents.extend(read.documents)
     result = load_documents(documents)
     out.diagnostics.extend(result.diagnostics)
+    out.fail_closed = {o.key: o for o in result.fail_closed}
     for obj, doc in zip(result.objects, matching_documents(documents, result), strict=True):
         out.objects[obj.key] = obj
         out.raw[obj.key] = doc.data

@@ -23,6 +23,13 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.xds.node import NodeInfo
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.push_request import PushRequest
+from meshpilot.xds.request_shape import (
+    PARSE_ERRORS,
+    Malformed,
+    MalformedRequest,
+    check_names,
+    check_type_url,
+)
 
 __all__ = [
     "SHORT_TYPE",
@@ -233,12 +240,24 @@ def _canonical(raw: bytes, names: slice, keep: bool = False) -> bytes | None:
     return None
 
 
-def parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription:
-    """gRPC request deserializer for SotW ADS. An ACK repeats the whole subscription (for
-    EDS, thousands of cluster names: parsing them and making a set of them cost 2-3 ms per
-    ACK, seconds per endpoint push at 1000 proxies): the bytes that carry the names are
-    looked up instead, and only the version, type URL and nonce are read. What is looked up
-    was remembered from a full parse that checked the layout; anything else is parsed."""
+def parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription | Malformed:
+    """gRPC request deserializer for SotW ADS; never raises: a request that is not one, or
+    that the server cannot serve, is `Malformed` (xds/request_shape.py).
+
+    An ACK repeats the whole subscription (for EDS, thousands of cluster names: parsing
+    them and making a set of them cost 2-3 ms per ACK, seconds per endpoint push at 1000
+    proxies): the bytes that carry the names are looked up instead, and only the version,
+    type URL and nonce are read. What is looked up was remembered from a full parse that
+    checked the layout and the names; anything else is parsed."""
+    try:
+        return _parse_request(raw)
+    except MalformedRequest as exc:
+        return Malformed(str(exc))
+    except PARSE_ERRORS as exc:
+        return Malformed(f"not a DiscoveryRequest: {exc}")
+
+
+def _parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription:
     parts = _split(raw) if len(raw) >= _FAST_FROM else None
     if parts is not None:
         key = _canonical(raw, parts[1])  # (None when not seen: nothing hashed)
@@ -248,6 +267,8 @@ def parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription:
             request = _DR(version_info=version, type_url=type_url, response_nonce=nonce)
             return Subscription(request, names)
     request = _DR.FromString(raw)
+    check_type_url(request.type_url)
+    check_names(request.resource_names)  # (before they are remembered by their bytes)
     if parts is None or len(request.resource_names) < _SHARED_FROM:
         return request
     plain = {f.name for f, _ in request.ListFields()} <= _PLAIN_FIELDS
@@ -286,6 +307,9 @@ class Connection:
     # The stream task waits for its next event (xds/stream_loop.py): an ACK may be recorded
     # by the reader then, without waking it.
     idle: bool = False
+    # Types whose generation failed for this stream, with why (xds/generation_errors.py):
+    # not sent, retried with every push until one is.
+    generation_errors: dict[str, str] = field(default_factory=dict)
 
     def hold(self, size: int) -> None:
         self.charged += size
@@ -314,5 +338,7 @@ class Connection:
                 self.watched[type_url] = replace(current, always_respond=True)
 
     def record_sent(self, type_url: str, version: str, nonce: str) -> None:
+        if self.generation_errors:
+            self.generation_errors.pop(type_url, None)
         current = self.watched.get(type_url) or WatchedResource(type_url)
         self.watched[type_url] = current.sent(version, nonce)

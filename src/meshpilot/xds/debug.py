@@ -79,6 +79,12 @@ def syncz(connections: Iterable[Connection], control_plane: str = "") -> list[di
             w = conn.watched.get(type_url)
             entry[f"{prefix}_sent"] = w.nonce_sent if w else ""
             entry[f"{prefix}_acked"] = w.nonce_acked if w else ""
+        if (
+            conn.generation_errors
+        ):  # types not sent: the proxy keeps its last (xds/generation_errors.py)
+            entry["generation_errors"] = {
+                SHORT_TYPE.get(t, t): message for t, message in conn.generation_errors.items()
+            }
         out.append(entry)
     return out
 
@@ -115,6 +121,8 @@ def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]
             "file": obj.origin.file,
             "line": obj.origin.line,
             "stale": key in snapshot.stale,
+            # An invalid security policy's deny-all/STRICT stand-in: why (config/fail_closed.py)
+            **({"fail_closed": obj.fail_closed} if obj.fail_closed else {}),
             "object": _public(obj.model),
         }
         for key, obj in sorted(snapshot.objects.items())
@@ -123,6 +131,11 @@ def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]
         "store_version": snapshot.version,
         "push_version": push.version if push else None,
         "error": snapshot.error,
+        "failing_closed": [
+            f"{key.kind} {key.namespace}/{key.name}: {obj.fail_closed}"
+            for key, obj in sorted(snapshot.objects.items())
+            if obj.fail_closed
+        ],
         "diagnostics": [_diagnostic(d) for d in snapshot.diagnostics],
         "mesh": snapshot.mesh.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         "objects": objects,

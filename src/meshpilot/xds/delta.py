@@ -37,6 +37,7 @@ from meshpilot.xds.delta_versions import (
     own_versions,
     step,
 )
+from meshpilot.xds.generation_errors import GenerationError, generation_failed, with_retries
 from meshpilot.xds.grpc_service import LARGE_RESPONSE
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.prepared import PreparedPush, PreparedResponse, keep_prepared
@@ -110,12 +111,12 @@ def accept_delta_request(
     then_vhds = type_url == TypeUrl.ROUTE and follows_route_answer(conn)
 
     def answer() -> list[bytes]:
-        out = _respond(conn, type_url, conn.push, metrics, always=True)
+        out = _contained(conn, type_url, conn.push, metrics, always=True)
         if first_cds:
             conn.known.pop(TypeUrl.ENDPOINT, None)
-            out += _respond(conn, TypeUrl.ENDPOINT, conn.push, metrics, always=True)
+            out += _contained(conn, TypeUrl.ENDPOINT, conn.push, metrics, always=True)
         if then_vhds:  # new route configs' virtual hosts: Envoy asks for none (xds/vhds.py)
-            out += _respond(conn, TypeUrl.VIRTUAL_HOST, conn.push, metrics, always=False)
+            out += _contained(conn, TypeUrl.VIRTUAL_HOST, conn.push, metrics, always=False)
         return out
 
     return answer
@@ -147,10 +148,28 @@ def push_delta_responses(conn: Connection, req: PushRequest, metrics: Metrics) -
     eds = conn.watched.get(TypeUrl.ENDPOINT)
     eds_names = None if eds is None or eds.wildcard else eds.names
     out: list[bytes] = []
-    for type_url, names in push_plan(conn.push, req, conn.proxy, conn.watched, eds_names):
+    plan = push_plan(conn.push, req, conn.proxy, conn.watched, eds_names)
+    for type_url, names in with_retries(plan, conn):
         if names is None or names:
-            out += _respond(conn, type_url, req.push, metrics, always=False, only=names, ahead=True)
+            out += _contained(conn, type_url, req.push, metrics, False, names, ahead=True)
     return out
+
+
+def _contained(
+    conn: Connection,
+    type_url: str,
+    push: PushContext,
+    metrics: Metrics,
+    always: bool,
+    only: frozenset[str] | None = None,
+    ahead: bool = False,
+) -> list[bytes]:
+    """`_respond`, with a failed generation reported and nothing sent for the type."""
+    try:
+        return _respond(conn, type_url, push, metrics, always, only, ahead)
+    except GenerationError as err:
+        generation_failed(conn, err, metrics)
+        return []
 
 
 def warm_delta_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
@@ -160,6 +179,8 @@ def warm_delta_push(conn: Connection, req: PushRequest, proxy: Proxy) -> None:
     the step from its state when that is shared), leaving it only its responses to
     assemble. `proxy`: the one the stream will push with."""
     assert req.push is not None
+    if conn.generation_errors:
+        return  # its own push retries the failed types (xds/generation_errors.py)
     push = req.push
     eds = conn.watched.get(TypeUrl.ENDPOINT)
     eds_names = None if eds is None or eds.wildcard else eds.names

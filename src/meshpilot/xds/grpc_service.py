@@ -31,6 +31,7 @@ from envoy.service.discovery.v3 import discovery_pb2
 
 from meshpilot.model.proxy import VerifiedIdentity
 from meshpilot.xds.connection import Connection, parse_request
+from meshpilot.xds.request_shape import Malformed, parse_delta_request
 
 __all__ = [
     "ADS_SERVICE",
@@ -264,11 +265,15 @@ async def read_requests(
     take: Callable[[Connection, Any], bool] | None = None,
 ) -> None:
     """Move requests to the stream task (unless `take` handles one at once: a plain ACK,
-    xds/stream_loop.py); the end of the stream (or an error) ends it. A request shows that
-    the client read what it was sent: its bytes leave the budget."""
+    xds/stream_loop.py); the end of the stream (or an error) ends it, and so does a
+    `Malformed` request (the stream task ends the stream with its reason). A request shows
+    that the client read what it was sent: its bytes leave the budget."""
     try:
         async for request in requests:
             answered(conn, budget)
+            if isinstance(request, Malformed):
+                conn.events.put_nowait(request)
+                return
             if take is None or not take(conn, request):
                 conn.events.put_nowait(request)
     except (grpc.aio.AioRpcError, asyncio.CancelledError):
@@ -309,7 +314,7 @@ def ads_handler(
             ),
             "DeltaAggregatedResources": grpc.stream_stream_rpc_method_handler(
                 delta,
-                request_deserializer=discovery_pb2.DeltaDiscoveryRequest.FromString,
+                request_deserializer=parse_delta_request,
                 response_serializer=serialize_response,
             ),
         },

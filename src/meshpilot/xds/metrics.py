@@ -175,6 +175,11 @@ class Metrics:
             "became of it (applied, or redone: the stream's state moved meanwhile).",
             ("result",),
         )
+        self.internal_errors = Counter(
+            "pilot_total_xds_internal_errors",
+            "Total number of internal XDS errors in pilot (a generator failed for a proxy).",
+            ("type",),
+        )
         self.config_errors = Gauge(
             "meshpilot_config_errors", "Input objects and files with errors in the latest read."
         )
@@ -184,6 +189,7 @@ class Metrics:
             self.xds_clients, self.pushes, self.push_time, self.convergence, self.rejects,
             self.expired_nonce, self.push_triggers, self.debounce_time, self.push_context_init,
             self.config_events, self.speculations, self.prepared, self.config_errors,
+            self.internal_errors,
         )  # fmt: skip
 
     def render(self) -> str:

@@ -33,6 +33,7 @@ from meshpilot.xds.connection import WatchedResource
 from meshpilot.xds.generate import generator
 from meshpilot.xds.generate.references import cluster_references
 from meshpilot.xds.generate.routes.vhds import ClassVirtualHosts
+from meshpilot.xds.generation_errors import GenerationError
 from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.references import rds_names
 from meshpilot.xds.wire import field_number, length_delimited, tag, varint
@@ -248,7 +249,10 @@ def generate_resources(
     """The proxy's resources of one type (only `names` unless None), serialized. With
     `dependents`, the names Envoy will ask for next are appended to it: the assignments
     after CDS, the route configs after LDS (see `prewarm`)."""
-    messages = generator(type_url, proxy.type)(push, proxy, names)
+    try:
+        messages = generator(type_url, proxy.type)(push, proxy, names)
+    except Exception as exc:  # contained per stream and type (xds/generation_errors.py)
+        raise GenerationError(type_url, proxy, exc) from exc
     memo = push.memo.setdefault(_MEMO_KEY, {})
     assert isinstance(memo, dict)
     shared = memo.get(id(messages)) if isinstance(messages, ClassVirtualHosts) else None

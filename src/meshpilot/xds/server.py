@@ -78,6 +78,7 @@ from meshpilot.xds.push_request import (
     request_for_change,
 )
 from meshpilot.xds.push_timeline import PushTimeline, PushTimelines
+from meshpilot.xds.request_shape import Malformed, MalformedRequest, refuse
 from meshpilot.xds.resources import load_generators, prebuild_known
 from meshpilot.xds.speculation import Built, Speculation
 from meshpilot.xds.stream_loop import StreamLoop
@@ -345,9 +346,11 @@ class DiscoveryServer:
         except StopAsyncIteration:
             return
         try:  # (a first request has a node: never a Subscription, save from a bad client)
+            if isinstance(first, Malformed):
+                raise MalformedRequest(first.reason)
             node = parse_node((first.request if isinstance(first, Subscription) else first).node)
-        except ValueError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except (ValueError, MalformedRequest) as exc:
+            await refuse(context, str(exc))
             return
         if delta and self.settings.vhds:
             node = replace(node, vhds=True)
@@ -362,6 +365,8 @@ class DiscoveryServer:
         try:
             async for out in self.loop.serve(conn, first, wire):
                 yield out
+        except MalformedRequest as exc:
+            await refuse(context, str(exc))
         except Exception:
             log.exception("ADS: stream of %s failed", conn.id)
             raise

@@ -20,6 +20,7 @@ from envoy.service.discovery.v3 import discovery_pb2
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import SHORT_TYPE, Connection, Subscription, request_names
+from meshpilot.xds.generation_errors import GenerationError, generation_failed, with_retries
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.protocol import Action, should_respond
 from meshpilot.xds.protos import TypeUrl
@@ -61,7 +62,11 @@ def on_request(
     if not decision.respond or type_url not in SHORT_TYPE:
         return []
     last_nonce = previous.nonce_sent if previous else ""  # a first request resets the watch
-    return [respond(conn, type_url, conn.push, metrics, last_nonce=last_nonce)]
+    try:
+        return [respond(conn, type_url, conn.push, metrics, last_nonce=last_nonce)]
+    except GenerationError as err:
+        generation_failed(conn, err, metrics)
+        return []
 
 
 def push_responses(conn: Connection, req: PushRequest, metrics: Metrics) -> list[bytes]:
@@ -70,9 +75,13 @@ def push_responses(conn: Connection, req: PushRequest, metrics: Metrics) -> list
     out = []
     eds = conn.watched.get(TypeUrl.ENDPOINT)
     eds_names = None if eds is None or eds.wildcard else eds.names
-    for type_url, names in push_plan(conn.push, req, conn.proxy, conn.watched, eds_names):
+    plan = push_plan(conn.push, req, conn.proxy, conn.watched, eds_names)
+    for type_url, names in with_retries(plan, conn):
         if names is None or names:
-            out.append(respond(conn, type_url, req.push, metrics, names, ahead=True))
+            try:
+                out.append(respond(conn, type_url, req.push, metrics, names, ahead=True))
+            except GenerationError as err:  # the other types still go
+                generation_failed(conn, err, metrics)
     return out
 
 

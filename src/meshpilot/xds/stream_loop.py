@@ -14,6 +14,7 @@ recorded before its stream waits for a turn, and not held meanwhile (xds/delta.p
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -32,17 +33,20 @@ from meshpilot.xds.delta import (
     plain_delta_ack,
     push_delta_responses,
 )
+from meshpilot.xds.generation_errors import GenerationError
 from meshpilot.xds.grpc_service import Outgoing, SendBudget, send_responses
 from meshpilot.xds.metrics import Metrics
 from meshpilot.xds.node import proxy_for
 from meshpilot.xds.prepared import PreparedPush, take_prepared
 from meshpilot.xds.push_request import PushRequest
 from meshpilot.xds.push_timeline import PushTimelines
+from meshpilot.xds.request_shape import Malformed, MalformedRequest
 from meshpilot.xds.resources import prewarm_step
 from meshpilot.xds.sotw import on_request, push_responses
 
 __all__ = ["StreamLoop", "stream_proxy"]
 
+log = logging.getLogger(__name__)
 _SOTW_PARSE = discovery_pb2.DiscoveryResponse.FromString
 _DELTA_PARSE = discovery_pb2.DeltaDiscoveryResponse.FromString
 
@@ -71,6 +75,8 @@ class StreamLoop:
             conn.idle = False
             if event is None:
                 break
+            if isinstance(event, Malformed):
+                raise MalformedRequest(event.reason)
             if isinstance(event, PushEvent):
                 req = event.request
                 prepared = take_prepared(req.push, conn, self.metrics.prepared)
@@ -233,7 +239,10 @@ def _prewarm_next(
     if not conn.events.empty():  # a request goes first; the rest after it
         conn.dependents[:0] = pending
         return
-    pending.extend(prewarm_step(push, conn.proxy, *pending.pop(0)))
+    try:
+        pending.extend(prewarm_step(push, conn.proxy, *pending.pop(0)))
+    except GenerationError:  # reported when the proxy asks for it (xds/generation_errors.py)
+        log.debug("ADS: building ahead for %s failed", conn.id, exc_info=True)
     if pending:
         loop.call_soon(_prewarm_next, conn, pending, push, loop)
 

@@ -126,6 +126,33 @@ def test_an_expired_certificate_is_reported_as_such(
         asyncio.run(scenario())
 
 
+def test_without_a_certificate_it_is_fetched_within_a_second_of_the_ca_coming_back(
+    tmp_path: Path,
+) -> None:
+    """A proxy with no certificate cannot serve: after a long CA outage its retries stay at
+    most 1 s apart (the default policy), not 2, 4, 8... s."""
+
+    async def scenario() -> None:
+        ca = LocalCa.create()
+        ca.tokens[TOKEN] = IDENTITY
+        ca.available = False
+        await ca.start()
+        store = SecretStore()
+        rot = rotator(ca, tmp_path, store, RotationPolicy())
+        task = asyncio.create_task(rot.run())
+        try:
+            await wait_until(lambda: rot.failures >= 6, timeout=6)
+            ca.available = True
+            back = asyncio.get_running_loop().time()
+            await wait_until(lambda: store.cert is not None, timeout=5)
+            assert asyncio.get_running_loop().time() - back < 1.3
+        finally:
+            task.cancel()
+            await ca.stop()
+
+    asyncio.run(scenario())
+
+
 def test_policy_bounds() -> None:
     with pytest.raises(MeshpilotError, match="between 0 and 1"):
         RotationPolicy(rotate_at=1.0)

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[3]
 
 def _diagnostics(paths: list[Path]) -> list:
     loaded = load_paths(paths)
-    return [*loaded.diagnostics, *analyze(build_push_context(loaded.objects, loaded.mesh))]
+    return [*loaded.diagnostics, *analyze(build_push_context(loaded.served, loaded.mesh))]
 
 
 @pytest.mark.parametrize("fixture", fixtures_in(FIXTURES), ids=lambda p: p.stem)
@@ -41,7 +41,7 @@ def test_golden_inputs_have_no_errors(inputs: Path) -> None:
 def test_results_are_sorted_and_deduplicated() -> None:
     for fixture in fixtures_in(FIXTURES):
         loaded = load_paths([fixture])
-        found = analyze(build_push_context(loaded.objects, loaded.mesh))
+        found = analyze(build_push_context(loaded.served, loaded.mesh))
         assert found == sorted(set(found), key=lambda d: d.sort_key())
 
 
@@ -49,7 +49,7 @@ def test_every_analyzer_is_exercised_by_a_fixture() -> None:
     silent = {a.__name__ for a in ANALYZERS}
     for fixture in fixtures_in(FIXTURES):
         loaded = load_paths([fixture])
-        push = build_push_context(loaded.objects, loaded.mesh)
+        push = build_push_context(loaded.served, loaded.mesh)
         silent -= {a.__name__ for a in ANALYZERS if list(a(push))}
     assert silent == set()
 
@@ -62,5 +62,5 @@ def test_a_failing_analyzer_is_reported_not_raised(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(analysis, "ANALYZERS", (broken, *analysis.ANALYZERS))
     loaded = load_paths([REPO / "examples" / "bookinfo"])
-    [diag] = analysis.analyze(build_push_context(loaded.objects, loaded.mesh))
+    [diag] = analysis.analyze(build_push_context(loaded.served, loaded.mesh))
     assert diag.message == "internal error in broken (KeyError: 'boom'); please report"

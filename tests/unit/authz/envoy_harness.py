@@ -5,6 +5,7 @@ client sees (200, 401 or 403). Not mTLS: peer identities need the CA (e2e, later
 from __future__ import annotations
 
 import http.client
+import socket
 import socketserver
 import subprocess
 import tempfile
@@ -32,7 +33,14 @@ from meshpilot.envoy.binary import envoy_binary
 from meshpilot.runtime.ports import free_port
 from meshpilot.xds.protos import pack
 
-__all__ = ["EnvoyHttp", "running_envoy", "running_tcp_envoy", "tcp_echo_server"]
+__all__ = [
+    "EnvoyHttp",
+    "EnvoyTcp",
+    "running_envoy",
+    "running_tcp_envoy",
+    "running_tcp_envoy_admin",
+    "tcp_echo_server",
+]
 
 
 def _address(port: int) -> address_pb2.Address:
@@ -111,8 +119,20 @@ def _bootstrap(
 
 
 class EnvoyHttp:
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, admin: int = 0) -> None:
         self.port = port
+        self.admin = admin
+
+    def stats(self, contains: str) -> dict[str, int]:
+        """Envoy's counters whose name contains `contains` (admin /stats)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=5)
+        try:
+            conn.request("GET", f"/stats?filter={contains}")
+            lines = conn.getresponse().read().decode().splitlines()
+        finally:
+            conn.close()
+        pairs = (line.split(": ", 1) for line in lines if ": " in line)
+        return {name: int(value) for name, value in pairs if value.isdigit()}
 
     def status(self, path: str, method: str = "GET", headers: dict[str, str] | None = None) -> int:
         conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
@@ -143,8 +163,8 @@ def _wait_ready(admin: int, proc: subprocess.Popen[bytes], deadline: float) -> N
 @contextmanager
 def running_envoy(filters: Sequence[hcm_pb2.HttpFilter]) -> Iterator[EnvoyHttp]:
     port = free_port()
-    with _envoy(lambda admin: _bootstrap(_http_listener(filters, port), admin)):
-        yield EnvoyHttp(port)
+    with _envoy(lambda admin: _bootstrap(_http_listener(filters, port), admin)) as admin:
+        yield EnvoyHttp(port, admin)
 
 
 @contextmanager
@@ -157,6 +177,29 @@ def running_tcp_envoy(
         lambda admin: _bootstrap(_tcp_listener(filters, port), admin, [_upstream(upstream)])
     ):
         yield port
+
+
+class EnvoyTcp(EnvoyHttp):
+    def exchange(self, line: bytes) -> bytes:
+        """Send a line through Envoy to the echo server: its echo, b"" when closed on us."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
+            try:
+                sock.sendall(line + b"\n")
+                return sock.recv(1024)
+            except ConnectionResetError:
+                return b""
+
+
+@contextmanager
+def running_tcp_envoy_admin(
+    filters: Sequence[listener_components_pb2.Filter], upstream: int
+) -> Iterator[EnvoyTcp]:
+    """`running_tcp_envoy`, with the admin port for Envoy's stats."""
+    port = free_port()
+    with _envoy(
+        lambda admin: _bootstrap(_tcp_listener(filters, port), admin, [_upstream(upstream)])
+    ) as admin:
+        yield EnvoyTcp(port, admin)
 
 
 @contextmanager
@@ -180,7 +223,8 @@ class _Echo(socketserver.StreamRequestHandler):
 
 
 @contextmanager
-def _envoy(bootstrap: Callable[[int], str]) -> Iterator[None]:
+def _envoy(bootstrap: Callable[[int], str]) -> Iterator[int]:
+    """Envoy running `bootstrap(admin port)`; yields the admin port."""
     admin = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "envoy.json"
@@ -201,7 +245,7 @@ def _envoy(bootstrap: Callable[[int], str]) -> Iterator[None]:
         )
         try:
             _wait_ready(admin, proc, time.monotonic() + 30)
-            yield
+            yield admin
         finally:
             proc.terminate()
             try:

@@ -16,6 +16,7 @@ def test_missing_directories_are_made_and_existing_files_replaced(tmp_path: Path
     assert target.read_text() == "a: 1\n"
     assert stat.S_IMODE(target.stat().st_mode) == 0o600
     assert stat.S_IMODE(target.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(target.parent.parent.stat().st_mode) == 0o700  # <Kind> too
     assert dirs == [target.parent]
     fsync_dirs(dirs)
     replace_files([(target, "a: 2\nnon-ascii: é\n")], durable=False)

@@ -6,13 +6,17 @@ SECRET_GRACE_PERIOD_RATIO counts the other way). The lifetime starts when we ask
 backdated not-before, so a CA that backdates for clock skew does not make us renew at once.
 Until the CA answers, the last certificate keeps being served (Envoy keeps its connections),
 with retries backing off exponentially, and a clear warning of how long it stays valid; once
-it has expired, errors say so.
+it has expired, errors say so. Retries are jittered (between half the backoff and all of
+it: the proxies of a restarted control plane do not call at once) and capped at 1 s while
+the proxy has no valid certificate (it cannot serve: it must be back within about a second
+of the CA), at 30 s while it still serves one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -41,8 +45,9 @@ class Signer(Protocol):
 class RotationPolicy:
     ttl_s: int = 24 * 3600  # requested lifetime (Istio's SECRET_TTL)
     rotate_at: float = 0.8  # fraction of the lifetime after which a new one is fetched
-    retry_initial_s: float = 1.0
-    retry_max_s: float = 30.0
+    retry_initial_s: float = 0.1
+    retry_max_s: float = 1.0  # without a valid certificate: the proxy cannot serve
+    renew_retry_max_s: float = 30.0  # while the current certificate is still valid
 
     def __post_init__(self) -> None:
         if not 0 < self.rotate_at < 1:
@@ -107,10 +112,11 @@ class CertificateRotator:
 
     def _after_failure(self, exc: MeshpilotError) -> float:
         """Log the failure with what it means for the served certificate; the retry delay."""
-        delay = min(
-            self.policy.retry_max_s, self.policy.retry_initial_s * 2.0 ** (self.failures - 1)
-        )
         current = self.store.cert
+        valid = current is not None and current.not_after > self._now()
+        cap = self.policy.renew_retry_max_s if valid else self.policy.retry_max_s
+        backoff = min(cap, self.policy.retry_initial_s * 2.0 ** min(self.failures - 1, 30))
+        delay = random.uniform(backoff / 2, backoff)  # jittered, and never a busy loop
         if current is None:
             log.error(
                 "no workload certificate for %s yet: %s; retrying in %.1fs",

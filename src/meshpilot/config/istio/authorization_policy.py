@@ -49,6 +49,9 @@ class Action(StrEnum):
 class Source(ApiModel):
     principals: list[str] | None = None
     not_principals: list[str] | None = None
+    # Peer identities of these SPIFFE trust domains (`spiffe://<td>/...`); Istio 1.30.
+    trust_domains: list[str] | None = None
+    not_trust_domains: list[str] | None = None
     request_principals: list[str] | None = None
     not_request_principals: list[str] | None = None
     namespaces: list[str] | None = None

@@ -7,6 +7,7 @@ from pydantic import Field
 from meshpilot.config.base import ApiModel, TopLevel
 from meshpilot.config.duration import Duration
 from meshpilot.config.istio.common import PortSelector, WorkloadSelector
+from meshpilot.config.ranges import Count32, Int32, UInt32, UInt64
 
 __all__ = ["ClientTLSSettings", "DestinationRule", "Subset", "TrafficPolicy"]
 
@@ -18,11 +19,11 @@ class HTTPCookie(ApiModel):
 
 
 class MagLev(ApiModel):
-    table_size: int = 0
+    table_size: UInt64 = 0
 
 
 class RingHash(ApiModel):
-    minimum_ring_size: int = 0
+    minimum_ring_size: UInt64 = 0
 
 
 class ConsistentHashLB(ApiModel):
@@ -32,7 +33,7 @@ class ConsistentHashLB(ApiModel):
     http_query_parameter_name: str | None = None
     ring_hash: RingHash | None = None
     maglev: MagLev | None = None
-    minimum_ring_size: int = 0
+    minimum_ring_size: UInt64 = 0
 
 
 class LocalityLoadBalancerSetting(ApiModel):
@@ -57,13 +58,13 @@ class LoadBalancerSettings(ApiModel):
 
 
 class TcpKeepalive(ApiModel):
-    probes: int = 0
+    probes: UInt32 = 0
     time: Duration | None = None
     interval: Duration | None = None
 
 
 class TCPSettings(ApiModel):
-    max_connections: int = 0
+    max_connections: Count32 = 0
     connect_timeout: Duration | None = None
     tcp_keepalive: TcpKeepalive | None = None
     max_connection_duration: Duration | None = None
@@ -71,14 +72,14 @@ class TCPSettings(ApiModel):
 
 
 class HTTPSettings(ApiModel):
-    http1_max_pending_requests: int = 0
-    http2_max_requests: int = 0
-    max_requests_per_connection: int = 0
-    max_retries: int = 0
+    http1_max_pending_requests: Count32 = 0
+    http2_max_requests: Count32 = 0
+    max_requests_per_connection: Count32 = 0
+    max_retries: Count32 = 0
     idle_timeout: Duration | None = None
     h2_upgrade_policy: str = ""
     use_client_protocol: bool = False
-    max_concurrent_streams: int = 0
+    max_concurrent_streams: Count32 = 0
 
 
 class ConnectionPoolSettings(ApiModel):
@@ -88,14 +89,14 @@ class ConnectionPoolSettings(ApiModel):
 
 class OutlierDetection(ApiModel):
     split_external_local_origin_errors: bool = False
-    consecutive_local_origin_failures: int | None = None
-    consecutive_gateway_errors: int | None = None
-    consecutive_5xx_errors: int | None = Field(default=None, alias="consecutive5xxErrors")
-    consecutive_errors: int | None = None
+    consecutive_local_origin_failures: UInt32 | None = None
+    consecutive_gateway_errors: UInt32 | None = None
+    consecutive_5xx_errors: UInt32 | None = Field(default=None, alias="consecutive5xxErrors")
+    consecutive_errors: Count32 | None = None
     interval: Duration | None = None
     base_ejection_time: Duration | None = None
-    max_ejection_percent: int = 0
-    min_health_percent: int = 0
+    max_ejection_percent: Int32 = 0
+    min_health_percent: Int32 = 0
 
 
 class ClientTLSSettings(ApiModel):

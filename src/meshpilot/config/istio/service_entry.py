@@ -6,6 +6,7 @@ from pydantic import Field
 
 from meshpilot.config.base import ApiModel, TopLevel
 from meshpilot.config.istio.common import NetworkingWorkloadSelector
+from meshpilot.config.ranges import UInt32
 
 __all__ = ["SEPort", "ServiceEntry", "ServiceEntrySpec", "WorkloadEntry", "WorkloadEntrySpec"]
 
@@ -23,7 +24,7 @@ class WorkloadEntrySpec(ApiModel):
     labels: dict[str, str] = Field(default_factory=dict)
     network: str = ""
     locality: str = ""
-    weight: int = 0
+    weight: UInt32 = 0
     service_account: str = ""
 
 

@@ -7,6 +7,7 @@ from pydantic import Field
 from meshpilot.config.base import ApiModel, TopLevel
 from meshpilot.config.duration import Duration
 from meshpilot.config.istio.common import PortSelector, StringMatch
+from meshpilot.config.ranges import Int32, UInt32
 
 __all__ = ["HTTPRoute", "VirtualService", "VirtualServiceSpec"]
 
@@ -47,7 +48,7 @@ class Headers(ApiModel):
 
 class HTTPRouteDestination(ApiModel):
     destination: Destination
-    weight: int = 0
+    weight: Int32 = 0
     headers: Headers | None = None
 
 
@@ -57,7 +58,7 @@ class HTTPRedirect(ApiModel):
     port: int = 0
     derive_port: str = ""
     scheme: str = ""
-    redirect_code: int = 0
+    redirect_code: UInt32 = 0
 
 
 class RegexRewrite(ApiModel):
@@ -77,12 +78,12 @@ class HTTPDirectResponseBody(ApiModel):
 
 
 class HTTPDirectResponse(ApiModel):
-    status: int
+    status: UInt32
     body: HTTPDirectResponseBody | None = None
 
 
 class HTTPRetry(ApiModel):
-    attempts: int = 0
+    attempts: Int32 = 0
     per_try_timeout: Duration | None = None
     retry_on: str = ""
     retry_remote_localities: bool | None = None
@@ -98,11 +99,11 @@ class FaultDelay(ApiModel):
     fixed_delay: Duration | None = None
     exponential_delay: Duration | None = None
     percentage: Percent | None = None
-    percent: int | None = None
+    percent: Int32 | None = None
 
 
 class FaultAbort(ApiModel):
-    http_status: int | None = None
+    http_status: Int32 | None = None
     grpc_status: str | None = None
     http2_error: str | None = None
     percentage: Percent | None = None
@@ -148,7 +149,7 @@ class HTTPRoute(ApiModel):
     mirror: Destination | None = None
     mirrors: list[HTTPMirrorPolicy] = Field(default_factory=list)
     mirror_percentage: Percent | None = None
-    mirror_percent: int | None = None
+    mirror_percent: UInt32 | None = None
     cors_policy: CorsPolicy | None = None
     headers: Headers | None = None
 
@@ -173,7 +174,7 @@ class TLSMatchAttributes(ApiModel):
 
 class RouteDestination(ApiModel):
     destination: Destination
-    weight: int = 0
+    weight: Int32 = 0
 
 
 class TCPRoute(ApiModel):

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from meshpilot.config.diagnostics import FieldError
+from meshpilot.config.diagnostics import FieldError, Severity
 from meshpilot.config.kinds import Kind
+from meshpilot.config.ranges import range_errors
 
 __all__ = ["validate_object"]
 
@@ -26,8 +27,25 @@ def _validators() -> dict[Kind, Validator]:
 _CACHE: dict[Kind, Validator] = {}
 
 
+# Kinds with numbers Envoy holds in fixed-size fields (config/ranges.py).
+_RANGED = frozenset(
+    {
+        Kind.VIRTUAL_SERVICE,
+        Kind.DESTINATION_RULE,
+        Kind.GATEWAY,
+        Kind.SERVICE_ENTRY,
+        Kind.WORKLOAD_ENTRY,
+        Kind.SIDECAR,
+    }
+)
+
+
 def validate_object(kind: Kind, model: Any) -> list[FieldError]:
     if not _CACHE:
         _CACHE.update(_validators())
     validator = _CACHE.get(kind)
-    return validator(model) if validator else []
+    errors = validator(model) if validator else []
+    if kind in _RANGED:
+        reported = frozenset(e.path for e in errors if e.severity is Severity.ERROR)
+        errors += range_errors(model, reported)
+    return errors

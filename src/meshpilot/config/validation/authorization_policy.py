@@ -177,6 +177,9 @@ _SOURCE_KINDS["notRemoteIpBlocks"] = "ip"
 def _check_source(p: Problems, path: Path, src: Source) -> None:
     for name in type(src).model_fields:
         field = type(src).model_fields[name].alias or name
+        if field in ("trustDomains", "notTrustDomains"):
+            _check_trust_domains(p, (*path, field), getattr(src, name))
+            continue
         _check_values(p, (*path, field), getattr(src, name), _SOURCE_KINDS.get(field, ""))
     if (src.service_accounts or src.not_service_accounts) and (
         src.namespaces or src.not_namespaces or src.principals or src.not_principals
@@ -185,6 +188,18 @@ def _check_source(p: Problems, path: Path, src: Source) -> None:
             (*path, "serviceAccounts"),
             "cannot set serviceAccounts together with namespaces or principals",
         )
+
+
+def _check_trust_domains(p: Problems, path: Path, values: Sequence[str] | None) -> None:
+    for k, value in enumerate(values or ()):
+        if not value:
+            p.error((*path, k), "empty value not allowed")
+        elif "/" in value or value.startswith("spiffe:"):
+            p.error(
+                (*path, k),
+                f"invalid trust domain {quoted(value)}: give the trust domain alone, "
+                "such as `cluster.local`, without `spiffe://` or a path",
+            )
 
 
 def _check_operation(p: Problems, path: Path, op: Operation) -> None:

@@ -12,6 +12,7 @@ from meshpilot.config.istio.virtual_service import (
     HTTPRouteDestination,
     RouteDestination,
 )
+from meshpilot.config.ranges import UINT32_MAX
 from meshpilot.config.validation.common import (
     Path,
     Problems,
@@ -61,6 +62,11 @@ def check_route_destinations(
         total += max(route.weight, 0)
     if len(routes) > 1 and total == 0:
         p.error(path, "total destination weight = 0: give at least one destination a weight")
+    elif total > UINT32_MAX:
+        p.error(
+            path,
+            f"destination weights add up to {total}: Envoy takes a sum of at most {UINT32_MAX}",
+        )
     elif len(routes) > 1 and total != 100:
         p.warning(
             path,

@@ -12,6 +12,7 @@ from meshpilot.config.istio.destination_rule import (
     PortTrafficPolicy,
     TrafficPolicy,
 )
+from meshpilot.config.ranges import UINT32_MAX
 from meshpilot.config.validation.common import (
     Path,
     Problems,
@@ -32,6 +33,7 @@ LB_SIMPLE = ("UNSPECIFIED", "RANDOM", "PASSTHROUGH", "ROUND_ROBIN", "LEAST_REQUE
 TLS_MODES = ("DISABLE", "SIMPLE", "MUTUAL", "ISTIO_MUTUAL")
 H2_UPGRADE = ("DEFAULT", "DO_NOT_UPGRADE", "UPGRADE")
 _MAGLEV_MAX = 5_000_011
+_RING_MAX = 8_388_608  # Envoy RingHashLbConfig.minimum_ring_size (lte)
 
 
 def check_traffic_policy(p: Problems, path: Path, policy: TrafficPolicy | None) -> None:
@@ -162,8 +164,14 @@ def check_connection_pool(p: Problems, path: Path, pool: ConnectionPoolSettings 
             check_duration(p, (*where, field), nanos)
         if (keepalive := tcp.tcp_keepalive) is not None:
             check_non_negative(p, (*where, "tcpKeepalive", "probes"), keepalive.probes, "probes")
-            check_duration(p, (*where, "tcpKeepalive", "time"), keepalive.time)
-            check_duration(p, (*where, "tcpKeepalive", "interval"), keepalive.interval)
+            for field, nanos in (("time", keepalive.time), ("interval", keepalive.interval)):
+                check_duration(p, (*where, "tcpKeepalive", field), nanos)
+                # Envoy's keepalive_time / keepalive_interval are whole seconds in a uint32.
+                if nanos is not None and nanos // 1_000_000_000 > UINT32_MAX:
+                    p.error(
+                        (*where, "tcpKeepalive", field),
+                        f"{field} is out of range: Envoy takes at most {UINT32_MAX}s",
+                    )
 
 
 def _check_lb(
@@ -217,6 +225,17 @@ def _check_hash_algorithm(p: Problems, path: Path, lb: LoadBalancerSettings) -> 
             p.error(path, "only one of minimumRingSize or maglev/ringHash can be specified")
     if ch.ring_hash is not None and ch.maglev is not None:
         p.error(path, "only one of ringHash or maglev can be specified")
+    for where, size in (
+        ((*path, "minimumRingSize"), ch.minimum_ring_size),
+        (
+            (*path, "ringHash", "minimumRingSize"),
+            ch.ring_hash.minimum_ring_size if ch.ring_hash else 0,
+        ),
+    ):
+        if size > _RING_MAX:
+            p.error(
+                where, f"minimumRingSize {size} is out of range: Envoy takes at most {_RING_MAX}"
+            )
     if (maglev := ch.maglev) is not None:
         size, where = maglev.table_size, (*path, "maglev", "tableSize")
         if size == 0:

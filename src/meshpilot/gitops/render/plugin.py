@@ -104,7 +104,7 @@ def run_plugin(
     """Run init (if any) and generate in a private copy of `source_dir`."""
     if not source_dir.is_dir():
         raise PluginError(f"plugin {spec.name!r}: app path {source_dir.name!r} does not exist")
-    with private_tempdir(temp_parent, prefix="meshpilot-plugin-") as work:
+    with private_tempdir(temp_parent, prefix="meshpilot-plugin-", owned=True) as work:
         copy = work / "src"
         shutil.copytree(source_dir, copy, symlinks=True)
         if spec.init is not None:

@@ -79,7 +79,7 @@ def git_auth(
     if cred is None and not ca and not is_ssh(url):
         yield GitEnv(env)
         return
-    with private_tempdir(prefix="meshpilot-gitauth-") as tmp:
+    with private_tempdir(prefix="meshpilot-gitauth-", owned=True) as tmp:
         if cred is not None and (cred.username or cred.password):
             _write_private(tmp / "username", cred.username)
             _write_private(tmp / "password", cred.password)

@@ -25,15 +25,16 @@ from meshpilot.gitops.admission import Caller
 from meshpilot.gitops.auth import Authenticator, Unauthenticated
 from meshpilot.gitops.controller.loop import Controller
 from meshpilot.gitops.controller.queue import Level
-from meshpilot.gitops.diff.keys import ResourceKey
 from meshpilot.gitops.errors import ApplicationNotFound, PermissionDenied
 from meshpilot.gitops.history import rollback
 from meshpilot.gitops.model import Application
 from meshpilot.gitops.rbac import app_objects
+from meshpilot.gitops.server.bodies import RollbackBody, SyncBody
 from meshpilot.gitops.server.http import Request, Response, Router
 from meshpilot.gitops.sync.execute import execute_sync
 from meshpilot.gitops.sync.operation import OperationInProgress, SyncOutcome, SyncParams
 from meshpilot.gitops.windows import SyncWindowBlocked
+from meshpilot.http1 import HttpError
 
 __all__ = ["ApplicationApi", "outcome_json"]
 
@@ -99,6 +100,8 @@ class ApplicationApi:
             return Response.error(str(exc), 404)
         except (OperationInProgress, SyncWindowBlocked) as exc:
             return Response.error(str(exc), 409)
+        except HttpError as exc:  # (a body of the wrong shape: 400 naming the field)
+            return Response.error(str(exc), exc.status)
         except (MeshpilotError, ValueError, KeyError, TypeError) as exc:
             return Response.error(str(exc), 400)
 
@@ -147,14 +150,12 @@ class ApplicationApi:
     async def sync(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
             key, app, user = self._app(request, args, "sync")
-            body = request.json()
-            revision = body.get("revision")
-            resources = body.get("resources")
+            body = request.model(SyncBody)
             params = SyncParams(
-                prune=bool(body.get("prune")),
-                dry_run=bool(body.get("dryRun")),
-                revisions=(str(revision),) if revision else None,
-                resources=frozenset(ResourceKey(**r) for r in resources) if resources else None,
+                prune=body.prune,
+                dry_run=body.dry_run,
+                revisions=(body.revision,) if body.revision else None,
+                resources=frozenset(r.key() for r in body.resources) if body.resources else None,
                 username=user,
             )
             self.controller.expire(key)
@@ -178,10 +179,10 @@ class ApplicationApi:
     async def rollback(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
             key, app, user = self._app(request, args, "sync")
-            body = request.json()
-            history_id = int(body["id"])
+            body = request.model(RollbackBody)
+            history_id = body.id
             params = SyncParams(
-                prune=bool(body.get("prune")),
+                prune=body.prune,
                 username=user,
             )
             deps = self.controller.deps

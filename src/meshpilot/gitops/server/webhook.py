@@ -7,13 +7,21 @@ events and from merge/squash commit messages) for PR comments.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from meshpilot import http1
 from meshpilot.gitops.controller.loop import PushEvent
+from meshpilot.gitops.server.webhook_payloads import (
+    BitbucketPush,
+    BitbucketServerPush,
+    GithubPullRequestEvent,
+    GithubPush,
+    GitlabPush,
+    PushCommit,
+)
 from meshpilot.gitops.server.webhook_verify import (
     Provider,
     WebhookError,
@@ -38,19 +46,22 @@ def parse_webhook(headers: Mapping[str, str], body: bytes, secrets: WebhookSecre
     provider = provider_of(headers)
     verify_webhook(provider, headers, body, secrets)
     try:
-        payload = json.loads(body or b"{}")
-    except ValueError:
-        raise WebhookError("webhook payload is not JSON") from None
-    if not isinstance(payload, dict):
-        raise WebhookError("webhook payload is not a JSON object")
-    if "x-github-event" in headers:
-        return _github(headers["x-github-event"], payload)
-    if "x-gitlab-event" in headers:
-        return _gitlab(payload)
-    if headers.get("x-event-key", "").startswith("repo:push"):
-        return _bitbucket(payload)
-    if provider is Provider.BITBUCKET_SERVER:
-        return _bitbucket_server(headers.get("x-event-key", ""), payload)
+        payload = http1.parse_json(body or b"{}", "webhook payload")
+        if not isinstance(payload, dict):
+            raise http1.BadRequest("webhook payload is not a JSON object")
+        if "x-github-event" in headers:
+            return _github(headers["x-github-event"], payload)
+        if "x-gitlab-event" in headers:
+            return _gitlab(http1.validate(GitlabPush, payload, "webhook payload"))
+        if headers.get("x-event-key", "").startswith("repo:push"):
+            return _bitbucket(http1.validate(BitbucketPush, payload, "webhook payload"))
+        if provider is Provider.BITBUCKET_SERVER:
+            event = headers.get("x-event-key", "")
+            return _bitbucket_server(
+                event, http1.validate(BitbucketServerPush, payload, "webhook payload")
+            )
+    except http1.BadRequest as exc:
+        raise WebhookError(str(exc)) from None
     raise WebhookError("unknown webhook (expected a GitHub, GitLab or Bitbucket push event)")
 
 
@@ -58,15 +69,16 @@ def _ref_name(ref: str) -> str:
     return ref.removeprefix("refs/heads/").removeprefix("refs/tags/")
 
 
-def _urls(*values: Any) -> frozenset[str]:
-    return frozenset(str(v) for v in values if isinstance(v, str) and v)
+def _urls(*values: str | None) -> frozenset[str]:
+    return frozenset(v for v in values if v)
 
 
-def _changed_files(commits: Any) -> frozenset[str]:
+def _changed_files(commits: list[PushCommit | None] | None) -> frozenset[str]:
     out: set[str] = set()
-    for commit in commits if isinstance(commits, list) else []:
-        for field in ("added", "modified", "removed"):
-            out.update(str(f) for f in (commit or {}).get(field) or [])
+    for commit in commits or []:
+        if commit is not None:
+            for files in (commit.added, commit.modified, commit.removed):
+                out.update(files or [])
     return frozenset(out)
 
 
@@ -81,84 +93,80 @@ def _pr_from_messages(commit: str, messages: list[str]) -> dict[str, int]:
 
 
 def _github(event: str, payload: dict[str, Any]) -> Parsed:
-    repo = payload.get("repository") or {}
-    urls = _urls(repo.get("html_url"), repo.get("clone_url"), repo.get("ssh_url"),
-                 repo.get("git_url"), repo.get("url"))  # fmt: skip
     if event == "pull_request":
-        pr = payload.get("pull_request") or {}
-        number = payload.get("number") or pr.get("number")
+        pull = http1.validate(GithubPullRequestEvent, payload, "webhook payload")
+        pr = pull.pull_request
+        number = pull.number or (pr.number if pr else None)
         found = {}
-        if isinstance(number, int):
-            for sha in ((pr.get("head") or {}).get("sha"), pr.get("merge_commit_sha")):
-                if isinstance(sha, str) and sha:
+        if number is not None and pr is not None:
+            for sha in (pr.head.sha if pr.head else None, pr.merge_commit_sha):
+                if sha:
                     found[sha] = number
         return Parsed(None, found)
     if event != "push":
         return Parsed(None, {})
-    commit = str(payload.get("after") or "")
-    head = payload.get("head_commit") or {}
-    messages = [str(head.get("message") or "")]
-    push = PushEvent(
+    push = http1.validate(GithubPush, payload, "webhook payload")
+    repo = push.repository
+    urls = _urls(*(
+        (repo.html_url, repo.clone_url, repo.ssh_url, repo.git_url, repo.url) if repo else ()
+    ))  # fmt: skip
+    commit = push.after or ""
+    messages = [(push.head_commit.message or "") if push.head_commit else ""]
+    event_ = PushEvent(
         repo_urls=urls,
-        branches=frozenset({_ref_name(str(payload.get("ref") or ""))}),
+        branches=frozenset({_ref_name(push.ref or "")}),
         commit=commit,
-        default_branch=str(repo.get("default_branch") or repo.get("master_branch") or ""),
-        changed_files=_changed_files(payload.get("commits")),
+        default_branch=(repo.default_branch or repo.master_branch or "") if repo else "",
+        changed_files=_changed_files(push.commits),
     )
-    return Parsed(push, _pr_from_messages(commit, messages))
+    return Parsed(event_, _pr_from_messages(commit, messages))
 
 
-def _gitlab(payload: dict[str, Any]) -> Parsed:
-    project = payload.get("project") or {}
-    repo = payload.get("repository") or {}
+def _gitlab(payload: GitlabPush) -> Parsed:
+    project, repo = payload.project, payload.repository
     urls = _urls(
-        project.get("web_url"),
-        project.get("git_http_url"),
-        project.get("git_ssh_url"),
-        repo.get("homepage"),
-        repo.get("git_http_url"),
-        repo.get("git_ssh_url"),
+        *((project.web_url, project.git_http_url, project.git_ssh_url) if project else ()),
+        *((repo.homepage, repo.git_http_url, repo.git_ssh_url) if repo else ()),
     )
-    commit = str(payload.get("checkout_sha") or payload.get("after") or "")
-    messages = [str(c.get("message") or "") for c in payload.get("commits") or [] if c]
+    commit = payload.checkout_sha or payload.after or ""
+    messages = [c.message or "" for c in payload.commits or [] if c]
     push = PushEvent(
         repo_urls=urls,
-        branches=frozenset({_ref_name(str(payload.get("ref") or ""))}),
+        branches=frozenset({_ref_name(payload.ref or "")}),
         commit=commit,
-        default_branch=str(project.get("default_branch") or ""),
-        changed_files=_changed_files(payload.get("commits")),
+        default_branch=(project.default_branch or "") if project else "",
+        changed_files=_changed_files(payload.commits),
     )
     return Parsed(push, _pr_from_messages(commit, messages[-1:]))
 
 
-def _bitbucket(payload: dict[str, Any]) -> Parsed:
-    repo = payload.get("repository") or {}
-    full = str(repo.get("full_name") or "")
-    html = ((repo.get("links") or {}).get("html") or {}).get("href")
+def _bitbucket(payload: BitbucketPush) -> Parsed:
+    repo = payload.repository
+    full = (repo.full_name or "") if repo else ""
+    html = repo.links.html.href if repo and repo.links and repo.links.html else None
     urls = _urls(html, f"https://bitbucket.org/{full}" if full else None,
                  f"git@bitbucket.org:{full}.git" if full else None)  # fmt: skip
     branches, commit = set(), ""
-    for change in (payload.get("push") or {}).get("changes") or []:
-        new = (change or {}).get("new") or {}
-        if new.get("name"):
-            branches.add(str(new["name"]))
-            commit = str((new.get("target") or {}).get("hash") or commit)
+    for change in (payload.push.changes if payload.push else None) or []:
+        new = change.new if change else None
+        if new is not None and new.name:
+            branches.add(new.name)
+            commit = (new.target.hash if new.target else None) or commit
     push = PushEvent(repo_urls=urls, branches=frozenset(branches), commit=commit)
     return Parsed(push, {})
 
 
-def _bitbucket_server(event: str, payload: dict[str, Any]) -> Parsed:
+def _bitbucket_server(event: str, payload: BitbucketServerPush) -> Parsed:
     """`repo:refs_changed`: clone links of the repository, refs and their new commits."""
     if event != "repo:refs_changed":
         return Parsed(None, {})  # diagnostics:ping, pull request events
-    repo = payload.get("repository") or {}
-    links = (repo.get("links") or {}).get("clone") or []
-    urls = _urls(*(link.get("href") for link in links if isinstance(link, dict)))
+    links = payload.repository.links if payload.repository else None
+    urls = _urls(*(link.href for link in (links.clone if links else None) or [] if link))
     branches, commit = set(), ""
-    for change in payload.get("changes") or []:
-        ref = (change or {}).get("ref") or {}
-        if ref.get("displayId"):
-            branches.add(str(ref["displayId"]))
-            commit = str((change or {}).get("toHash") or commit)
+    for change in payload.changes or []:
+        ref = change.ref if change else None
+        if change is not None and ref is not None and ref.display_id:
+            branches.add(ref.display_id)
+            commit = change.to_hash or commit
     push = PushEvent(repo_urls=urls, branches=frozenset(branches), commit=commit)
     return Parsed(push, {})

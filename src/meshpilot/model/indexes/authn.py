@@ -61,7 +61,8 @@ class PeerAuthnIndex:
     def build(cls, policies: Sequence[_Policy], root_namespace: str) -> PeerAuthnIndex:
         scoped: dict[str, list[_Policy]] = {}
         selecting: dict[str, list[_Policy]] = {}
-        for policy in sorted(policies, key=_age):
+        # An invalid policy's STRICT stand-in (config/fail_closed.py) wins its level.
+        for policy in sorted(policies, key=lambda p: (not p.fail_closed, *_age(p))):
             if policy.model.spec.has_selector:
                 if policy.namespace != root_namespace:  # Istio ignores these
                     selecting.setdefault(policy.namespace, []).append(policy)

@@ -41,14 +41,17 @@ class WorkloadSecurity:
     audit: tuple[_Authz, ...] = ()
     allow: tuple[_Authz, ...] = ()
     request_authn: tuple[_Authn, ...] = ()
+    # Stand-ins of invalid policies with no last good version: each denies everything.
+    invalid: tuple[_Authz, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.custom or self.deny or self.audit or self.allow or self.request_authn)
+        groups = (self.custom, self.deny, self.audit, self.allow, self.request_authn)
+        return not any(groups) and not self.invalid
 
     def dependencies(self) -> tuple[object, ...]:
         """The keys of every policy used: what a cache of the generated filters depends on."""
-        groups = (self.custom, self.deny, self.audit, self.allow, self.request_authn)
+        groups = (self.invalid, self.custom, self.deny, self.audit, self.allow, self.request_authn)
         return tuple(obj.key for group in groups for obj in group)
 
 
@@ -92,11 +95,13 @@ class AuthzIndex:
 
     def for_workload(self, namespace: str, labels: Mapping[str, str]) -> WorkloadSecurity:
         groups: dict[str, list[_Authz]] = {a.value: [] for a in Action}
+        invalid: list[_Authz] = []
         for ns in self._namespaces(namespace):
             for policy in self.authz.get(ns, ()):
                 spec = policy.model.spec
                 if not spec.has_target_refs and _selects(spec.selector, labels):
-                    groups.setdefault(spec.action, []).append(policy)
+                    found = invalid if policy.fail_closed else groups.setdefault(spec.action, [])
+                    found.append(policy)
         jwt = [
             ra
             for ns in self._namespaces(namespace)
@@ -109,6 +114,7 @@ class AuthzIndex:
             audit=tuple(groups[Action.AUDIT]),
             allow=tuple(groups[Action.ALLOW]),
             request_authn=tuple(jwt),
+            invalid=tuple(invalid),
         )
 
 

@@ -92,12 +92,15 @@ def _weight_field(weight: int) -> bytes:
     return _head(_GROUP_WEIGHT_TAG, 1 + len(varint(weight))) + _UINT32_VALUE + varint(weight)
 
 
+_UINT32_MAX = 2**32 - 1
 _WEIGHT_FIELDS = tuple(_weight_field(w) for w in range(0x80))
 
 
 def framed_group(locality: bytes, lbs: Sequence[bytes], weight: int) -> bytes:
     """A LocalityLbEndpoints as a ClusterLoadAssignment.endpoints field, from its locality
-    field (empty for none), lb_endpoints fields and weight; one join, no nested copies."""
+    field (empty for none), lb_endpoints fields and weight; one join, no nested copies.
+    The weight (its endpoints' sum) is capped at Envoy's uint32, past which it would wrap."""
+    weight = min(weight, _UINT32_MAX)
     weight_field = _WEIGHT_FIELDS[weight] if weight < 0x80 else _weight_field(weight)
     if len(lbs) == 1:
         n = len(locality) + len(lbs[0]) + len(weight_field)

@@ -150,6 +150,7 @@ def test_git_auth_files_are_private_and_removed(tmp_path: Path) -> None:
             "password": "0o600",
             "id": "0o600",
             "known_hosts": "0o600",
+            "owner": "0o600",  # which process made it: removed by the next if that one is killed
         }
         # git's askpass protocol answers with the stored values
         answer = subprocess.run(

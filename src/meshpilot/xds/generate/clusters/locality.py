@@ -240,7 +240,8 @@ def _apply_failover_priorities(
                 part.locality.CopyFrom(group.locality)
             members = [group.lb_endpoints[i] for i in by_priority[priority]]
             part.lb_endpoints.extend(members)
-            part.load_balancing_weight.value = sum(m.load_balancing_weight.value for m in members)
+            weight = sum(m.load_balancing_weight.value for m in members)
+            part.load_balancing_weight.value = min(weight, 2**32 - 1)  # Envoy's uint32
             split.append(part)
     del cla.endpoints[:]
     cla.endpoints.extend(split)

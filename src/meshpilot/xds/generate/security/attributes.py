@@ -71,6 +71,12 @@ def _principal_name(_: str, value: str) -> Principal:
     return _authenticated(m.string_matcher(value, prefix=SPIFFE))
 
 
+def _trust_domain(_: str, value: str) -> Principal:
+    """Any identity `spiffe://<td>/...` of the trust domain (`*`: any characters but `/`)."""
+    td = m.quote_meta(value).replace("\\*", "[^/]*")
+    return _authenticated(m.regex_matcher(f"spiffe://{td}/.*"))
+
+
 def _namespace(_: str, value: str) -> Principal:
     return _authenticated(m.regex_matcher(f".*/ns/{value.replace('*', '.*')}/.*"))
 
@@ -181,6 +187,7 @@ ATTRIBUTES: dict[str, Attribute] = {
     "experimental.envoy.filters.": Attribute(permission=_envoy_metadata),
     # principals: who asks
     "source.principal": Attribute(principal=_principal_name),
+    "source.trustDomain": Attribute(principal=_trust_domain),
     "source.namespace": Attribute(principal=_namespace),
     "source.ip": Attribute(principal=lambda _, v: Principal(direct_remote_ip=_cidr(v))),
     "remote.ip": Attribute(principal=lambda _, v: Principal(remote_ip=_cidr(v))),

@@ -10,6 +10,11 @@ that never matches, so ALLOW with no rules denies everything. Policies annotated
 CUSTOM needs an extension provider (ext_authz), which meshpilot does not have: as Istio
 does for an unknown provider, matching requests are denied (policy names end with
 `-deny-due-to-bad-CUSTOM-action`), and validation warns about it.
+
+An invalid policy with no last good version (config/fail_closed.py) gets an RBAC filter of
+its own, first: DENY everything, policy `ns[<ns>]-policy[<name>]-invalid-deny-all`, stats
+`http.<hcm>.rbac.invalid_policy_<ns>_<name>.denied` (`rules_stat_prefix`) and on TCP
+`tcp.invalid_policy_<ns>_<name>.rbac.denied`.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ __all__ = [
     "RbacRules",
     "build_rbac",
     "http_rbac_filters",
+    "invalid_policy_rules",
+    "invalid_stat_prefix",
     "network_rbac_filters",
 ]
 
@@ -50,6 +57,7 @@ _SHADOW_PREFIX = {
 }
 _EXT_AUTHZ_PREFIX = "istio-ext-authz"
 _BAD_CUSTOM_SUFFIX = "-deny-due-to-bad-CUSTOM-action"
+_INVALID_SUFFIX = "-invalid-deny-all"
 
 _Policy = ConfigObject[AuthorizationPolicy]
 
@@ -126,10 +134,36 @@ def _actions(security: WorkloadSecurity, tcp: bool, tds: Sequence[str]) -> list[
     return [b for b in built if b is not None]
 
 
+def invalid_policy_rules(obj: _Policy) -> rbac_pb2.RBAC:
+    """A stand-in for an invalid policy (config/fail_closed.py): deny every request."""
+    deny = rbac_pb2.RBAC(action=rbac_pb2.RBAC.DENY)
+    deny.policies[f"ns[{obj.namespace}]-policy[{obj.name}]{_INVALID_SUFFIX}"].CopyFrom(
+        rbac_pb2.Policy(
+            permissions=[rbac_pb2.Permission(any=True)], principals=[rbac_pb2.Principal(any=True)]
+        )
+    )
+    return deny
+
+
+def invalid_stat_prefix(obj: _Policy) -> str:
+    """`invalid_policy_<ns>_<name>`: the RBAC stats of the stand-in say why it denies."""
+    return f"invalid_policy_{obj.namespace}_{obj.name}".replace(".", "_")
+
+
 def http_rbac_filters(
     security: WorkloadSecurity, trust_domains: Sequence[str] = (DEFAULT_TRUST_DOMAIN,)
 ) -> list[hcm_pb2.HttpFilter]:
-    filters = []
+    filters = [
+        hcm_pb2.HttpFilter(
+            name=HTTP_RBAC,
+            typed_config=pack(
+                http_rbac_pb2.RBAC(
+                    rules=invalid_policy_rules(obj), rules_stat_prefix=invalid_stat_prefix(obj)
+                )
+            ),
+        )
+        for obj in security.invalid
+    ]
     for built in _actions(security, False, trust_domains):
         config = http_rbac_pb2.RBAC(shadow_rules_stat_prefix=built.shadow_stat_prefix)
         if built.rules is not None:
@@ -143,7 +177,18 @@ def http_rbac_filters(
 def network_rbac_filters(
     security: WorkloadSecurity, trust_domains: Sequence[str] = (DEFAULT_TRUST_DOMAIN,)
 ) -> list[lc_pb2.Filter]:
-    filters = []
+    filters = [
+        lc_pb2.Filter(
+            name=NETWORK_RBAC,
+            typed_config=pack(
+                network_rbac_pb2.RBAC(
+                    rules=invalid_policy_rules(obj),
+                    stat_prefix=f"{TCP_STAT_PREFIX}{invalid_stat_prefix(obj)}.",
+                )
+            ),
+        )
+        for obj in security.invalid
+    ]
     for built in _actions(security, True, trust_domains):
         config = network_rbac_pb2.RBAC(
             stat_prefix=TCP_STAT_PREFIX, shadow_rules_stat_prefix=built.shadow_stat_prefix

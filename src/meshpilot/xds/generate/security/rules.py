@@ -2,9 +2,9 @@
 
 A rule becomes `permissions` (one per `to`, or one for any operation) and `principals`
 (one per `from`, or one for any source). Each is an AND of its fields, in Istio's order:
-operation fields (hosts, methods, paths, ports) or source fields (principals, service
-accounts, request principals, namespaces, remote IPs, IPs), then the `when` conditions. A
-field is an OR of its values, and `not*` values become NOT(OR(...)).
+operation fields (hosts, methods, paths, ports) or source fields (principals, trust
+domains, service accounts, request principals, namespaces, remote IPs, IPs), then the `when`
+conditions. A field is an OR of its values, and `not*` values become NOT(OR(...)).
 
 On a TCP chain an HTTP-only field (hosts, methods, paths, request principals, headers,
 claims) cannot be evaluated. ALLOW drops the whole rule, making the allow narrower; DENY
@@ -44,6 +44,7 @@ MATCH_NEVER = rbac_pb2.Policy(
 # Field → attribute key, in Istio's order inside a source and an operation.
 _SOURCE_FIELDS = (
     ("principals", "not_principals", "source.principal"),
+    ("trust_domains", "not_trust_domains", "source.trustDomain"),
     ("service_accounts", "not_service_accounts", "source.serviceAccount"),
     ("request_principals", "not_request_principals", "request.auth.principal"),
     ("namespaces", "not_namespaces", "source.namespace"),
