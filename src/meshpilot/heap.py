@@ -31,7 +31,7 @@ class FrozenSet:
     in, the frozen set is thawed and collected once it has doubled since the last thaw,
     unless the proxies connected grew as much meanwhile (half again as many): their
     streams' state is what grew, and thawing then would be a stop-the-world collection of
-    the whole heap (0.6 s at 1000 proxies, B3) for nothing; the count starts again from
+    the whole heap for nothing; the count starts again from
     there instead.
     """
 

@@ -14,8 +14,8 @@ class ConfigKey:
     kind: Kind
     namespace: str
     name: str
-    # Computed once: keys are hashed by every store, snapshot and index dict (B3: the
-    # generated hash, through Enum.__hash__, was half of reading one changed file).
+    # Computed once: keys are hashed by every store, snapshot and index dict, and the
+    # generated hash goes through Enum.__hash__ each time.
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

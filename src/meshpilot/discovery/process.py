@@ -105,7 +105,8 @@ async def run_discovery(
     paths: Sequence[str | Path], settings: Settings | None = None, store_dir: str | None = None
 ) -> None:
     """Serve until SIGTERM or SIGINT, then stop cleanly."""
-    # GitOps Applications are not mesh config: discovery never reads them (B8)
+    # GitOps Applications are not mesh config: discovery never reads them, and a resync
+    # pass rewriting every app's status must not cost it a parse per app.
     store = DirectoryStore(store_dir, skip_kinds=UNREAD_KINDS) if store_dir else None
     discovery = Discovery(paths, settings, store)
     stop = asyncio.Event()

@@ -60,10 +60,10 @@ class ServerIo:
     """What the connections of one server share: a read buffer and the answers waiting.
 
     Reads land in one scratch buffer (asyncio's plain protocols receive into a fresh
-    256 KiB bytes object per read: ~15 us of allocation per request here). Answers are
+    256 KiB bytes object per read, an allocation per request). Answers are
     held until the loop has read every request that arrived with them, then written
     together: Envoy wakes once per batch instead of once per answer and sends the batch
-    to its callers in fewer TLS records and system calls (B7: CPU per certificate)."""
+    to its callers in fewer TLS records and system calls: less CPU per certificate."""
 
     def __init__(self, scratch_size: int = 64 * 1024) -> None:
         self.scratch = memoryview(bytearray(scratch_size))

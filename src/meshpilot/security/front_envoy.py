@@ -13,8 +13,8 @@ directory) and removed on stop.
 
 Why not Envoy's grpc_http1_reverse_bridge: it maps the upstream's HTTP status to a gRPC
 code and drops the message, so a refused CSR would reach the agent as a bare
-PERMISSION_DENIED; it also cost more Envoy CPU per call (150-200 us against 110-140 us
-for the echo call, README B7).
+PERMISSION_DENIED; it also costs Envoy more CPU per call than plain HTTP/1.1 with
+trailers (docs/benchmarks.md, B7).
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def discard(staged: Sequence[StagedFile]) -> None:
 def _temporary(path: Path) -> tuple[int, str]:
     """A new 0600 file next to `path`. The directory is made only when missing: a mkdir of
     an existing one still takes its lock, which the writes and renames of other objects in
-    that directory hold (B8: 7% of a sync's store write)."""
+    that directory hold, and a GitOps sync writes into existing directories."""
     prefix, directory = f".{path.stem}.", path.parent
     try:
         return tempfile.mkstemp(prefix=prefix, suffix=TEMPORARY_SUFFIX, dir=directory)

@@ -145,8 +145,8 @@ class DirectoryStore:
 
     async def watch(self) -> None:
         """Follow the journal until cancelled: inotify wakes this at once when a write
-        lands (B8: a GitOps sync reaches discovery in about a millisecond, not half a poll
-        interval later); one stat per `poll_interval` stays the ground truth."""
+        lands (a GitOps sync should reach discovery at once, not half a poll interval
+        later); one stat per `poll_interval` stays the ground truth."""
         with Notifier([str(self.journal.path)]) as notifier:
             while True:
                 await notifier.wait(self.poll_interval, settle=False)
@@ -190,9 +190,9 @@ class DirectoryStore:
         Raises InvalidObjectsError (the loader's diagnostics) or ConflictError; nothing is
         written then. `dry_run` checks everything and reports what would happen.
         `durable=False` skips the fsyncs (readers still see whole files and whole journal
-        lines): for GitOps status, which the controller recomputes after a crash; three
-        fsyncs per write held the write lock ~7 ms, and a resync at a new commit writes
-        every app's status (B8: a webhook's sync waited behind a hundred of them).
+        lines): for GitOps status, which the controller recomputes after a crash; fsyncs
+        hold the write lock, and a resync at a new commit writes every app's status, which
+        a webhook's own sync would otherwise wait behind.
         """
         loaded = load_documents(documents)
         refuse_unstorable(loaded)

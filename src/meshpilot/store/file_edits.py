@@ -1,8 +1,8 @@
 """The store's next objects from the files that changed alone, when that is all they can change.
 
 A FileStore read merges every file's objects in file order, then compares every object with
-the store's (store/files.py): ~5 ms at a 1000-service mesh (11 000 objects) for one edited
-VirtualService, on the way of every push (B3). When the edit is clean, the result only
+the store's (store/files.py): work proportional to the whole mesh for one edited
+VirtualService, on the way of every push. When the edit is clean, the result only
 differs in the keys of the files read again, so it is worked out from those alone: the
 store's objects with those files' old keys taken out and their new objects put in.
 

@@ -139,8 +139,8 @@ class FileStore:
         files look the same on two checks in a row, so a file still being written is not
         read half-way; the confirming check comes a quarter interval after the first (a
         write in progress moves size or mtime within milliseconds). When inotify saw every
-        write complete (closed, or a file renamed into place), it is read at once (B3: an
-        endpoint change is pushed about 30 ms sooner)."""
+        write complete (closed, or a file renamed into place), it is read at once: the
+        confirming check would only delay the push."""
         seen: Fingerprint | None = None
         with Notifier(self.paths) as notifier:
             while True:

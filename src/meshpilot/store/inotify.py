@@ -120,7 +120,7 @@ class Notifier:
     async def _settle(self) -> None:
         """Give writes still open up to SETTLE_S to finish, back as soon as inotify reports
         them closed (an atomic write closes microseconds after its create, and the watch
-        often wakes in between: a fixed 10 ms sleep cost B3 10 ms a change). Lost events
+        often wakes in between, where a fixed sleep would delay every change). Lost events
         tell nothing: the whole wait."""
         if self._lost:
             await asyncio.sleep(self.settle_s)

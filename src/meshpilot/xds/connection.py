@@ -69,8 +69,8 @@ class WatchedResource:
     sent_at: float | None = None  # time.time() of the last response
     acked_at: float | None = None
 
-    # These two are written out field by field: twice per stream and push, and
-    # dataclasses.replace costs twice as much (B3: 1000 streams).
+    # These two are written out field by field: they run twice per stream and push, and
+    # dataclasses.replace costs about twice as much.
     def sent(self, version: str, nonce: str) -> WatchedResource:
         return WatchedResource(
             self.type_url, self.names, self.wildcard, nonce, version, self.nonce_acked,
@@ -99,7 +99,7 @@ class WatchedResource:
 @dataclass(slots=True)
 class PushEvent:
     """A push handed to the stream task; `finish` (once, however often called) reports it
-    sent. A plain callback, not a future: no loop callback per stream and push (B3)."""
+    sent. A plain callback, not a future: no loop callback per stream and push."""
 
     request: PushRequest
     on_done: Callable[[], None]
@@ -136,9 +136,9 @@ def request_names(request: discovery_pb2.DiscoveryRequest) -> frozenset[str]:
     """The names a SotW request subscribes to, shared with every equal subscription.
 
     Envoy repeats its whole subscription in every ACK: for EDS, thousands of cluster names.
-    Making Python strings and a set of them costs about 2 ms per ACK (B3: 1000 proxies ACKing
-    an endpoint push spent seconds here); a repeat is recognised by its serialized form
-    instead, about a tenth of that, and yields the very set the connection already
+    Making Python strings and a set of them per ACK, for every proxy ACKing a push, is
+    costly; a repeat is recognised by its serialized form instead, far cheaper, and
+    yields the very set the connection already
     watches (so comparing them is an identity check)."""
     if len(request.resource_names) < _SHARED_FROM:
         return frozenset(request.resource_names)
@@ -220,7 +220,7 @@ def _split(raw: bytes) -> tuple[str, slice, str, str] | None:
 
 # One bytes object per subscription seen, by a sample of it: looked up with it, a repeat's
 # key hashes at once (a bytes object keeps its hash) instead of hashing 100+ KB per ACK
-# (B3: 0.1 s of the event loop per endpoint push at 1000 proxies); == is a memcmp.
+# on the event loop; == is a memcmp.
 _CANONICAL: dict[tuple[int, bytes, bytes], bytes] = {}
 
 

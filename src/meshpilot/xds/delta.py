@@ -6,7 +6,7 @@ resource the client has. A response carries the resources whose version differs 
 subscribed to and that do not exist). A NACKed response's resources are forgotten, so the
 next push sends them again.
 
-Per stream as cheap as SotW (B3: 1000 streams): what a client has is a shared state, and
+Per stream as cheap as SotW, for a thousand streams: what a client has is a shared state, and
 the step to the next one is worked out once per push and proxy class (xds/delta_versions.py);
 the response bytes are assembled on the wire and shared too (xds/resources.py
 `delta_response`). An ACK that names only its nonce is recorded without touching the
@@ -81,7 +81,7 @@ def accept_delta_request(
     """Record a request (ACK or NACK, subscription changes); returns what builds its answer,
     or None when it is owed none. The stream loop calls that once it has a turn of the send
     budget and no longer holds the request: a subscription to 4000 assignments is ~300 kB
-    as a message, and hundreds of streams wait for a turn during an initial sync (B3)."""
+    as a message, and hundreds of streams wait for a turn during an initial sync."""
     type_url = request.type_url
     watched = conn.watch(type_url)
     if plain_delta_ack(watched, request):
@@ -127,8 +127,8 @@ def plain_delta_ack(
 ) -> bool:
     """An ACK of the last response that changes no subscription and is owed no answer: the
     ACK/NACK rules would only record it. Recorded without them, the watched names stay the
-    very same set, never copied or compared (B3: an EDS subscription of 4000 names, a
-    thousand ACKs per endpoint push, each copying and hashing it five times)."""
+    very same set, never copied or compared (an EDS subscription holds thousands of
+    names, and every proxy ACKs every endpoint push)."""
     return (
         watched is not None
         and not watched.always_respond

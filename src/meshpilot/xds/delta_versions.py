@@ -1,6 +1,6 @@
 """What a Delta client has of a type, and the step from one such state to the next.
 
-Per stream as cheap as SotW (B3: 1000 streams): streams of one proxy class are mostly in the
+Per stream as cheap as SotW, for a thousand streams: streams of one proxy class are mostly in the
 same state, so that state (`Versions`, never changed once made) is shared, and the step
 from it to the next one (what to send, what to remove, the state after) is worked out once
 per push for all of them (`step`). A stream whose state becomes its own (a NACK, an
@@ -81,7 +81,7 @@ def step(
     memo = push.memo.setdefault(_STEPS, {})
     assert isinstance(memo, dict)
     # A class's shared list (VHDS: ~2000 virtual hosts) is known by its identity: no walk
-    # over its items per stream (B3: 1000 streams per VirtualService change).
+    # over its items per stream on every VirtualService change.
     shared = isinstance(resources, SharedResources)
     ids = () if shared else tuple(map(id, resources))
     names = watched.names  # large subscriptions are one shared set per class (connection.py)

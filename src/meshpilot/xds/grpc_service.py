@@ -2,7 +2,7 @@
 response may be wire bytes assembled in xds/resources.py or a message), binding, reading
 requests, and the bound on response bytes sent and not yet answered.
 
-Memory (B3, 1000 streams of ~6 MB of configuration each): a response leaves the stream as an
+Memory (a thousand streams of megabytes of configuration each): a response leaves the stream as an
 `Outgoing` that the serializer empties. gRPC's handler loop and every async generator between
 it and the stream keep their last item alive until the stream's next response, which for an
 idle stream is the next push: with bare bytes that pinned one response per stream (the 2 MB
@@ -91,8 +91,8 @@ SERVER_OPTIONS = [
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.max_receive_message_length", 64 * 1024 * 1024),
     # grpc.aio accepts one call per event-loop turn: when a thousand proxies connect at
-    # once, calls wait their turn instead of being cancelled after gRPC's 30 s (B3: a
-    # thousand cancelled streams, each restarting its sync).
+    # once, calls wait their turn instead of being cancelled after gRPC's 30 s, which would
+    # make each of those streams start its sync again.
     ("grpc.server_max_unrequested_time_in_server", 600),
 ]
 # Responses from this size on wait for the SendBudget (CDS, LDS and RDS of a large mesh; an
@@ -100,7 +100,8 @@ SERVER_OPTIONS = [
 LARGE_RESPONSE = 64 * 1024
 # Bytes of large responses sent and not yet answered, over all streams: enough to keep the
 # writes going (a 1000-service mesh: 64 proxies' 2 MB route configs), few enough that a
-# thousand proxies syncing at once stay within B3's RSS (1.5 GB; 1 GB is the configuration).
+# thousand proxies syncing at once stay within the control plane's memory target (1.5 GB,
+# of which about 1 GB is the configuration itself).
 SEND_BUDGET = 128 * 1024 * 1024
 
 
@@ -368,14 +369,13 @@ def map_large_buffers() -> bool:
 
     The threshold is above a route config of 1000 services (2 MB): such responses, and the
     copy gRPC makes of each as it is sent, come from the heap's free chunks, at most the
-    send budget's worth at once. At 256 kB every copy was a fresh mapping faulted in page by
-    page (the first VirtualService push after the sync at 1000 proxies: 560,000 faults, 1 s
-    of CPU, later pushes reusing the freed push's memory instead).
+    send budget's worth at once. Below that size every copy would be a fresh mapping faulted
+    in page by page (docs/benchmarks.md, "Figures behind design choices").
 
-    Fixing it also keeps glibc's trim threshold at 128 kB: each SotW EDS ACK (4000 names,
-    190 kB, read as one bytes object per proxy per push) freed at the top of the heap gave
-    those pages back, and the next ACK faulted them in again (~60 page faults, ~0.3 ms per
-    ACK measured; B3: 1000 ACKs per endpoint push). Up to 64 MB of free heap top now stays."""
+    Fixing it would also keep glibc's trim threshold at 128 kB: each SotW EDS ACK (thousands
+    of names, read as one bytes object per proxy per push) freed at the top of the heap
+    would give those pages back for the next ACK to fault in again. Up to 64 MB of free
+    heap top stays instead."""
     name = ctypes.util.find_library("c")
     try:
         libc = ctypes.CDLL(name)

@@ -4,8 +4,8 @@ out, the pushes before held until every stream has moved on, the heap settled af
 A PushContext and what it made (its caches, the responses its streams share, the speculation's
 work) are hundreds of thousands of objects, freed by reference counting once the last stream
 leaves it. That last stream is in the middle of the next push's fan-out: freeing the sync's
-push there held that stream's answer up by 110 ms (B3, the first endpoint push at 1000
-proxies). So the server keeps each replaced push (`on_push`) and lets it go with the heap's
+push there would hold that stream's answer up for as long as the freeing takes. So the
+server keeps each replaced push (`on_push`) and lets it go with the heap's
 settle, a second after the next push has gone out, once every stream is on the new one
 (`release`). Pushes that keep coming (no idle moment for a settle) keep at most
 MAX_RETIRED: the oldest is let go as the next push starts, before it is queued.
@@ -40,8 +40,8 @@ class PushHeap:
             self.resume_gc()  # (a full push allocates for seconds: collections go on)
         elif gc.isenabled():
             # A few objects per stream, freed by reference counting: no young collections
-            # walking them while the push goes out (B3: ~15 ms of generation-1 collections
-            # per endpoint push at 1000 streams). Back on once the queue is idle.
+            # walking them while the push goes out, where they would delay the last
+            # streams. Back on once the queue is idle.
             gc.disable()
             self._gc_paused = True
 

@@ -226,7 +226,7 @@ ALL_NAMES = frozenset({"*"})
 
 
 def new_nonce() -> str:
-    """16 random hex digits (a uuid4 object per response cost 2 us more: B3, 1000 per push)."""
+    """16 random hex digits (cheaper than a uuid4 object, and made once per response)."""
     return os.urandom(8).hex()
 
 
@@ -290,8 +290,8 @@ def prewarm(push: PushContext, proxy: Proxy, dependents: list[tuple[str, frozens
     """Generate (into the push's caches) what Envoy will ask for next, while it applies what
     was just sent: the assignments of the clusters, the route configs of the listeners, and,
     after a CDS answer, the listeners too (`ALL_NAMES`). Its EDS, LDS and RDS
-    requests are then answered from the cache instead of waiting on generation (B4: 0.5 s
-    at 1k clusters, 5 s at 5k). xds/server.py runs it one `prewarm_step` at a time."""
+    requests are then answered from the cache instead of waiting on generation, which
+    Envoy would otherwise sit idle for. xds/server.py runs it one `prewarm_step` at a time."""
     pending = list(dependents)
     while pending:
         type_url, names = pending.pop(0)
@@ -314,7 +314,7 @@ def prewarm_step(
 
 def load_generators() -> None:
     """Import every generator (and the protobuf modules behind them) now, not while the
-    first proxy waits for its clusters (B4: 0.5-1 s of imports on the first request)."""
+    first proxy waits for its clusters (it would otherwise pay for the imports)."""
     generator(TypeUrl.CLUSTER, ProxyType.SIDECAR)
 
 
@@ -347,9 +347,9 @@ def _known_sidecars(push: PushContext) -> list[Proxy]:
 def prebuild_known(push: PushContext, budget: float = PREBUILD_BUDGET) -> int:
     """Build, into the push's caches, the clusters of one proxy of each class of known
     sidecar pods, before any connects: a proxy's first CDS request is then answered from
-    the cache instead of waiting on a cold generation (B4: 0.4 s at 5k clusters for the
-    first proxy of a class; the next types are prebuilt while Envoy applies the clusters,
-    see `prewarm`). Stops once `budget` seconds are spent; returns the classes built."""
+    the cache instead of waiting on a cold generation (the next types are prebuilt while
+    Envoy applies the clusters, see `prewarm`). Stops once `budget` seconds are spent;
+    returns the classes built."""
     started = time.perf_counter()
     built = 0
     for proxy in _known_sidecars(push):

@@ -90,7 +90,7 @@ log = logging.getLogger(__name__)
 SETTLE_AFTER = 1.0  # seconds after a push has gone out: its ACKs come in meanwhile
 # A PushContext whose last build took less than this is built on the event loop: the hop to
 # a worker thread and back (and the GIL's 5 ms switch interval while the loop runs Python)
-# cost more than the build (B8: 0.3 ms of CPU, 1.2-5 ms of wall time in a thread).
+# cost more than such a small build.
 INLINE_BUILD_S = 0.002
 INLINE_MAX_CHANGES = 8  # a larger change may take much longer than the last one
 
@@ -145,10 +145,10 @@ class DiscoveryServer:
 
     async def start(self, address: str | None = None, port: int | None = None) -> int:
         """Build the first push, then serve ADS; returns the bound port."""
-        load_generators()  # not on the first proxy's clock (B4)
+        load_generators()  # not on the first proxy's clock
         map_large_buffers()
         await self._push(PushRequest(full=True, reasons=frozenset({"global"})))
-        prebuild_known(self.push_context)  # known pods' clusters, before they connect (B4)
+        prebuild_known(self.push_context)  # known pods' clusters, before they connect
         self._seen = self.store.snapshot()
         self.store.subscribe(self.on_change)
         server = grpc.aio.server(options=SERVER_OPTIONS)
@@ -190,7 +190,7 @@ class DiscoveryServer:
             self.metrics.config_events.inc(str(key.kind), kind)
         self._seen = snapshot
         # GitOps status writes (Applications) must not restart the debounce of a change that
-        # matters (B8: a resync pass of 100 apps held a VirtualService push back by 1-2 s).
+        # matters: a resync pass writes every app's status and would hold the push back.
         keys = frozenset(key for key in event.keys if key.kind not in UNREAD_KINDS)
         if keys:
             quiet = min(self.settings.debounce_after, self.settings.debounce_after_write)
@@ -224,8 +224,8 @@ class DiscoveryServer:
             push = await asyncio.to_thread(build)
         self._last_build_s = time.perf_counter() - started
         # Out of the collector's sight at once (O(1), no collection): else its objects are
-        # walked by every full collection that the fan-out's allocations set off (B3: 0.4 s
-        # of an endpoint push at 1000 proxies). The collection itself comes after the push.
+        # walked by every full collection that the fan-out's allocations set off, in the
+        # middle of the push. The collection itself comes after the push.
         gc.freeze()
         if prev is not None:
             carry_over(prev, push, changed)  # route configs the change cannot alter
@@ -294,11 +294,10 @@ class DiscoveryServer:
     async def _dispatch(self) -> None:
         """At most `push_concurrency` full pushes in flight (Istio's PILOT_PUSH_THROTTLE);
         EDS-only pushes are a few hundred bytes each and are not held back, and a full push
-        whose responses came out small leaves the count once built (xds/stream_loop.py;
-        B3: a VirtualService change to 1000 VHDS proxies, 1.5 kB each, waited ~50 ms on
-        the hand-offs of 25 at a time). A push is handed
-        to the stream's task with a callback, not a task per connection (B3: a thousand
-        tasks per endpoint change)."""
+        whose responses came out small leaves the count once built (xds/stream_loop.py),
+        so that small VHDS pushes do not wait on hand-offs a few at a time. A push is handed
+        to the stream's task with a callback, not a task per connection (no task made
+        per proxy on every endpoint change)."""
         limit = asyncio.Semaphore(self.settings.push_concurrency)
         while (item := await self.queue.dequeue()) is not None:
             conn, req = item
@@ -392,8 +391,8 @@ class DiscoveryServer:
         log.info("ADS: %s disconnected", conn.id)
 
     def _count_clients(self, conn: Connection, change: int) -> None:
-        """pilot_xds by version, counted as streams come and go (a recount per connect was
-        a million increments while a thousand proxies connected)."""
+        """pilot_xds by version, counted as streams come and go (a recount per connect is
+        quadratic while a thousand proxies connect)."""
         gauge, version = self.metrics.xds_clients, conn.proxy.istio_version
         gauge.inc(version, amount=change)
         if gauge.get(version) <= 0:

@@ -134,7 +134,7 @@ def _assemble(
     resources. Proxies of one class get the very same resources from the push's caches (all
     their route configs and assignments; clusters and listeners differ by the inbound side):
     from the second such proxy on they share one response, nonce included, instead of a
-    copy each of megabytes (B3: 1000 proxies x 2 MB of route configs). A nonce needs to be
+    copy each of megabytes of route configs. A nonce needs to be
     unique within a stream only: a stream about to get the nonce it got last gets a new one.
     The first of a kind is only counted, so responses unique to a proxy are never kept."""
     ids = tuple(map(id, resources))

@@ -6,7 +6,7 @@ so per-connection state needs no locks. The first request is answered, then ever
 are built only once the stream has a turn of the send budget (xds/grpc_service.py); a push
 or request answered by one small response (an EDS push is a few hundred bytes) is handed to
 gRPC directly, and a request answered by nothing (an ACK) sends nothing: no generator
-layer per event on the way (B3: a thousand streams per endpoint push). A Delta request is
+layer per event on the way, since an endpoint push reaches every stream. A Delta request is
 recorded before its stream waits for a turn, and not held meanwhile (xds/delta.py
 `accept_delta_request`).
 """
@@ -96,7 +96,7 @@ class StreamLoop:
                     if timeline is not None:
                         timeline.record_handed()
                     if wire and not reserve and small:
-                        # No budget to charge, no generator to go through (B3: 1000 streams).
+                        # No budget to charge, no generator to go through.
                         for response in responses:
                             yield Outgoing(response)
                             if timeline is not None:
@@ -165,8 +165,8 @@ class StreamLoop:
         """Record a plain ACK (of the last response, changing no subscription, owed no
         answer) as the stream's loop would, from the stream's reader, while the loop waits
         with nothing queued before it (so the order of events is kept); False for anything
-        else, which goes to the loop. B3: a thousand ACKs per push, each a queue hand-off
-        and a task wake-up less."""
+        else, which goes to the loop. Every proxy ACKs every push: each plain ACK then costs
+        no queue hand-off and no task wake-up."""
         if not conn.idle or not conn.events.empty():
             return False
         if conn.delta:
@@ -205,8 +205,8 @@ def stream_proxy(conn: Connection, req: PushRequest) -> Proxy:
 def _same_proxy(conn: Connection, push: PushContext) -> bool:
     """Would `proxy_for(push, conn.node)` make a Proxy equal to the stream's? It reads only
     the node, the node's Pod and the domain suffix: the very Pod object in both pushes (a
-    change of other objects keeps it) makes the same Proxy. B3: 1000 Proxies made again for
-    every VirtualService change, ~30 us each."""
+    change of other objects keeps it) makes the same Proxy, so a VirtualService change
+    does not make every stream's Proxy again."""
     old, node = conn.push, conn.node
     if old.domain_suffix != push.domain_suffix:
         return False
@@ -216,7 +216,7 @@ def _same_proxy(conn: Connection, push: PushContext) -> bool:
 def _prewarm(conn: Connection, after: float = 0.01) -> None:
     """Build what Envoy will ask for next (assignments and listeners after CDS, route
     configs after LDS) while it applies what was just sent, a moment later so
-    that gRPC gets the answer out first (B4: without it, Envoy sits idle while a
+    that gRPC gets the answer out first (without it, Envoy sits idle while a
     thousand-host route config is built)."""
     if not conn.dependents:
         return
@@ -232,7 +232,7 @@ def _prewarm_next(
     loop: asyncio.AbstractEventLoop,
 ) -> None:
     """One type per turn of the event loop (seconds each at 5k). A module function, not a
-    closure that schedules itself: that was a reference cycle, which kept its push alive
+    closure that schedules itself: that would be a reference cycle, keeping its push alive
     (frozen, past the next pushes) until a full collection."""
     if conn.push is not push:
         return  # a push came: it sent these types itself

@@ -1,9 +1,8 @@
 """The controller's heap: long-lived objects kept out of the full collections.
 
 The store's typed objects, the render cache and the comparison memo are hundreds of
-thousands of objects that live for minutes. Every full collection walked all of them:
-77-270 ms with everything stopped, nine times in a 40 s B9 run at 100 apps x 20 objects,
-and a drift that met one was detected that much later. Freezing what is alive
+thousands of objects that live for minutes. Every full collection walks all of them with
+everything stopped, and a drift that meets one is detected that much later. Freezing what is alive
 (`gc.freeze`, a list splice) every second leaves the collector the young objects only.
 Frozen objects are still freed by reference counting; only cyclic garbage among them
 waits, so every `full_every` rounds one full collection of everything runs, when no

@@ -3,9 +3,8 @@ progress (a request for an app being reconciled runs it again afterwards), urgen
 (drift, webhooks, CLI requests) ahead of periodic resyncs, and delayed requeues (self-heal
 waiting for its timeout). While urgent work runs, no other work starts (for up to
 `RESYNC_HOLD` seconds): a webhook's sync or a drift shares two cores and one interpreter
-with it (ten workers' store writes made a drift's own write wait a second for the
-interpreter at 1000 apps), and after a push every app's resync has a new commit to
-record (B8)."""
+with it (other workers' store writes would make a drift's own write wait for the
+interpreter), and after a push every app's resync has a new commit to record."""
 
 from __future__ import annotations
 
@@ -55,7 +54,7 @@ class WorkQueue:
         # Set while no urgent work is queued or running: other work already running waits
         # for it at its pause points (`wait_calm`, from worker threads), so a webhook's or a
         # drift's reconcile does not share the interpreter and the store's lock with a
-        # resync pass's (B8: 26% of reconcile samples in a webhook run were resync statuses).
+        # resync pass's, which after a push rewrites every app's status.
         self._calm = threading.Event()
         self._calm.set()
 

@@ -1,4 +1,5 @@
-"""The registry after a change of Pods alone, updated in place of a rebuild (B3).
+"""The registry after a change of Pods alone, updated in place of a rebuild (an endpoint
+push should cost what the changed Pods touch, not the whole mesh).
 
 A Pod reaches the registry only as an endpoint of the Kubernetes Services whose selector
 matches its labels, in its namespace. So when only Pods changed, the services to recompute

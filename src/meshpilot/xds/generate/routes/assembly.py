@@ -181,8 +181,8 @@ def domains_bytes(domains: Iterable[str]) -> bytes:
 class AssembledRouteConfig:
     """A route config as the generator assembled it: its name, its serialized virtual hosts
     in order, and its other fields serialized. Parsed into a message when first asked for,
-    once: a VHDS proxy's config is split from these parts and never needs the 1 MB parse
-    (B3: 20 of them per VirtualService change, ~7 ms each)."""
+    once: a VHDS proxy's config is split from these parts and never needs the parse of a
+    large route config, one per class and port on every VirtualService change."""
 
     name: str
     virtual_hosts: tuple[bytes, ...]

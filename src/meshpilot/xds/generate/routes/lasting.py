@@ -1,4 +1,4 @@
-"""Sidecar route parts one proxy class keeps from push to push (issue 5, B8).
+"""Sidecar route parts one proxy class keeps from push to push.
 
 When one VirtualService changes, the route config of its port is rebuilt for every proxy
 class; without this, every virtual host of that port was translated again. Here a class

@@ -76,7 +76,7 @@ def generate_sidecar_route_parts(
 ) -> list[AssembledRouteConfig]:
     """generate_sidecar_routes' configs as assembled, each parsed only when asked for.
     Memoised per push and proxy: a VHDS stream asks twice (route configs, then their
-    virtual hosts), and working out its class is most of a cached answer (B3). Read only."""
+    virtual hosts), and working out its class is most of a cached answer. Read only."""
     memo = push.memo.setdefault(_PARTS_MEMO, {})
     assert isinstance(memo, dict)
     memo_key = (id(proxy), None if names is None else tuple(sorted(names)))
@@ -234,7 +234,7 @@ def _virtual_hosts(builder: _Builder, entry: _EntryMesh, port: int) -> list[Virt
     groups = []
     if mesh_vs:
         # One context for the port, pointed at each VirtualService in turn (nothing keeps
-        # it): a new one per VirtualService was thousands of objects per push.
+        # it): a new one per VirtualService would be thousands of objects per push.
         mesh = frozenset({MESH_GATEWAY})
         ctx = RouteContext(
             push, proxy, scope, mesh_vs[0], port, mesh, False, service_ports, memo.rules

@@ -4,8 +4,8 @@ Not istiod's output. A Delta xDS sidecar with VHDS on gets each outbound HTTP ro
 (`<port>`) without its service virtual hosts and with `vhds` (config source ADS); Envoy
 then subscribes to VirtualHost resources under the route config's name and merges what it
 is sent into the table. A VirtualService change re-sends the changed virtual hosts only:
-the head is unchanged and Delta xDS leaves unchanged virtual hosts out (B3: a ~1 MB route
-config per port and proxy became a few kB).
+the head is unchanged and Delta xDS leaves unchanged virtual hosts out: a few kB per proxy
+instead of a whole route config per port (docs/benchmarks.md, B3).
 
 Envoy matches VHDS resources to a route config by the part of their name before the last
 `/` (namespace matching), and removes a virtual host by its name: so a virtual host is named
@@ -67,9 +67,9 @@ _VHDS_FIELD = route_pb2.RouteConfiguration(
 @dataclass(frozen=True, slots=True)
 class EncodedVirtualHost:
     """A VHDS VirtualHost kept serialized: the ADS server sends its bytes as they are
-    (xds/resources.py reads `name` and `SerializeToString`). B3: a proxy class has ~2000
-    virtual hosts per push; parsing them into messages and serializing them again was most
-    of the split's cost."""
+    (xds/resources.py reads `name` and `SerializeToString`). A proxy class has thousands of
+    virtual hosts per push; parsing them into messages and serializing them again would be
+    most of the split's cost."""
 
     name: str
     body: bytes
@@ -83,8 +83,8 @@ class EncodedVirtualHost:
 
 class ClassVirtualHosts(list[EncodedVirtualHost]):
     """The virtual hosts of a proxy class's route configs, one list per push and class:
-    the ADS server makes it resources once (xds/resources.py), not once per stream (B3:
-    2000 virtual hosts walked per stream were 1 s of a push to 1000 proxies)."""
+    the ADS server makes it resources once (xds/resources.py), not once per stream: a walk
+    over every virtual host per stream would dominate a push to many proxies."""
 
 
 @dataclass(frozen=True, slots=True)

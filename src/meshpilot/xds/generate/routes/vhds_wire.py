@@ -1,8 +1,8 @@
 """The virtual hosts of a serialized RouteConfiguration, read from its bytes (VHDS split).
 
-B3: a proxy class's route configs hold ~2000 virtual hosts; serializing each one from the
-message and reading its name and domains through upb cost ~8 us per virtual host, walking
-the config's bytes once a third of that. Protobuf writes fields in number order, so a
+A proxy class's route configs hold thousands of virtual hosts; serializing each one from the
+message and reading its name and domains through upb costs several times more than walking
+the config's bytes once. Protobuf writes fields in number order, so a
 virtual host starts with its name (field 1) and domains (field 2); one that does not is
 read as a message instead.
 """
@@ -53,8 +53,8 @@ def _varint(raw: bytes, i: int) -> tuple[int, int]:
 def config_fields(config: bytes) -> tuple[list[bytes], list[bytes]]:
     """The serialized virtual hosts of a serialized RouteConfiguration, in order, and its
     other fields as they are on the wire (tag included). Only slices: a virtual host the
-    split kept from the previous push is then found by its bytes without being read (B3:
-    reading the name and domains of 2000 virtual hosts per class was most of the split)."""
+    split kept from the previous push is then found by its bytes without being read:
+    reading the name and domains of every virtual host per class would be most of the split."""
     bodies: list[bytes] = []
     others: list[bytes] = []
     i, end = 0, len(config)
