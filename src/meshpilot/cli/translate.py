@@ -9,9 +9,10 @@ import click
 import yaml
 
 from meshpilot.cli.common import files_option, load_inputs, print_diagnostics
+from meshpilot.config.diagnostics import Diagnostic, Severity
 from meshpilot.heap import settle_long_lived_objects
 from meshpilot.model.proxy import ProxyType, as_verified, proxy_from_pod
-from meshpilot.model.push_context import build_push_context
+from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.xds.generate import generate_proxy_config
 
 __all__ = ["translate"]
@@ -37,7 +38,11 @@ __all__ = ["translate"]
 @click.option(
     "-o", "--output", type=click.Choice(["json", "yaml"]), default="json", show_default=True
 )
-@click.option("--strict", is_flag=True, help="Exit 1 if any input object is invalid.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit 1 on any error: an invalid object or a finding of `meshpilot analyze`.",
+)
 def translate(
     filenames: tuple[str, ...], proxy_ref: str, proxy_type: str, output: str, strict: bool
 ) -> None:
@@ -57,8 +62,17 @@ def translate(
     proxy = as_verified(proxy_from_pod(pod, ProxyType(proxy_type)))
     config = generate_proxy_config(push, proxy)
     click.echo(render(config.to_dict(), output))
-    if strict and loaded.errors:
+    if strict and (loaded.errors or _analysis_errors(push)):
         raise SystemExit(1)
+
+
+def _analysis_errors(push: PushContext) -> list[Diagnostic]:
+    """The analyzer's errors (IST0101 ...), printed to stderr: what --strict refuses."""
+    from meshpilot.analysis import analyze
+
+    errors = [d for d in analyze(push) if d.severity is Severity.ERROR]
+    print_diagnostics(errors)
+    return errors
 
 
 def render(data: Any, output: str) -> str:
