@@ -172,14 +172,27 @@ def _mesh_config_map(objects: Iterable[ConfigObject[Any]]) -> ConfigObject[Confi
 
 
 def _mesh_text_origin(config_map: ConfigObject[ConfigMap]) -> Origin:
-    mesh_line = config_map.origin.line_of(("data", "mesh"))
-    text = config_map.model.data["mesh"]
-    read = read_text(text, config_map.origin.file)
+    """Lines of the mesh settings inside the ConfigMap's file. Only a block scalar
+    (`mesh: |`) keeps the text's lines; a quoted one points every field at `mesh:`."""
+    file, mesh_line = config_map.origin.file, config_map.origin.line_of(("data", "mesh"))
+    key_line = _line(file, mesh_line).split("#", 1)[0].rstrip()
+    if not key_line.endswith(("|", "|-", "|+", ">", ">-", ">+")):
+        return Origin(file, mesh_line)
+    read = read_text(config_map.model.data["mesh"], file)
     positions = read.documents[0].positions if read.documents else {}
-    # A block scalar (`mesh: |`) starts on the line after the key.
-    shift = mesh_line if "\n" in text.strip() else mesh_line - 1
-    lines = {path: shift + line for path, line in positions.items()}
-    return Origin(config_map.origin.file, mesh_line, lines)
+    return Origin(file, mesh_line, {path: mesh_line + line for path, line in positions.items()})
+
+
+def _line(file: str, number: int) -> str:
+    """Line `number` of the file as it is now ("" if it cannot be read)."""
+    try:
+        with open(file, encoding="utf-8", errors="replace") as stream:
+            for index, line in enumerate(stream, start=1):
+                if index == number:
+                    return line
+    except OSError:
+        pass
+    return ""
 
 
 def _diagnostic(origin: Origin, key: ConfigKey, path: Path, line: int) -> Diagnostic:

@@ -94,3 +94,22 @@ def test_discovery_logs_the_same_warnings(tmp_path: Path) -> None:
 def test_every_table_row_names_a_field_of_its_model() -> None:
     for model, name in UNSUPPORTED_FIELDS:
         assert name in model.model_fields, (model.__name__, name)
+
+
+def test_mesh_in_the_live_store_points_at_its_mesh_key(tmp_path: Path) -> None:
+    """The store writes data.mesh as a quoted string: the warnings name the `mesh:` line."""
+    path, store = tmp_path / "mesh.yaml", str(tmp_path / "store")
+    path.write_text(MESH)
+    assert CliRunner().invoke(cli, ["apply", "-f", str(path), "--store", store]).exit_code == 0
+    result = CliRunner().invoke(cli, ["analyze", "--store", store])
+    assert result.exit_code == 0, result.output
+    stored = tmp_path / "store" / "ConfigMap" / "istio-system" / "istio.yaml"
+    mesh_line = next(
+        number
+        for number, line in enumerate(stored.read_text().splitlines(), start=1)
+        if line.startswith("  mesh:")
+    )
+    assert (
+        f"{stored}:{mesh_line}: warning: ConfigMap istio-system/istio: "
+        f"data.mesh.accessLogFile: {NOT_SUPPORTED}"
+    ) in result.stdout.splitlines()
