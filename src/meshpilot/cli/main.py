@@ -58,6 +58,11 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
 }
 
+# Commands that never read Kubernetes or Istio objects: they skip loading the GitOps kinds.
+_READ_NO_OBJECTS = frozenset(
+    {"iptables", "proxy", "proxy-config", "proxy-status", "token", "version"}
+)
+
 
 @click.group(
     cls=LazyGroup,
@@ -68,7 +73,7 @@ COMMANDS: dict[str, LazyCommand] = {
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """meshpilot: Istio-compatible service mesh and GitOps delivery engine."""
-    if ctx.invoked_subcommand != "version":
+    if ctx.invoked_subcommand not in _READ_NO_OBJECTS:
         # The store and the loader know Application and AppProject.
         from meshpilot.gitops.model import register_gitops_kinds
 

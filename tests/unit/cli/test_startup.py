@@ -52,3 +52,13 @@ def test_every_lazy_entry_is_the_command_of_that_name() -> None:
         assert isinstance(command, click.Command) and command.name == name, name
         help_page = CliRunner().invoke(cli, [name, "--help"], prog_name="meshpilot")
         assert help_page.exit_code == 0 and f"meshpilot {name}" in help_page.output
+
+
+def test_proxy_commands_load_neither_object_models_nor_cryptography() -> None:
+    for args in (("proxy-status", "--help"), ("proxy-config", "clusters", "--help")):
+        output, imported = probe(*args)
+        assert "Usage: " in output
+        assert not any(
+            name in imported
+            for name in ("pydantic", "cryptography", "grpc", "meshpilot.gitops", "envoy")
+        ), (args, imported)
