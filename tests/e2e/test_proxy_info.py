@@ -235,3 +235,25 @@ def test_unknown_proxies_are_one_line_errors(mesh: ProxyMesh) -> None:
     result = _run(proxy_config, "clusters", "nobody.default", "--discovery", mesh.discovery_url)
     assert result.exit_code == 1 and len(result.stderr.strip().splitlines()) == 1
     assert result.stderr.startswith("Error: unknown proxy nobody.default: the control plane at")
+
+
+def test_proxy_config_file_reads_a_saved_envoy_config_dump(mesh: ProxyMesh, tmp_path: Path) -> None:
+    """`--file` on the real Envoy's saved /config_dump gives the tables `--admin` gives."""
+    port = mesh.agent.ports.envoy_admin
+    with_eds, without_eds = tmp_path / "eds.json", tmp_path / "plain.json"
+    with_eds.write_text(http_get(port, "/config_dump?include_eds")[1])
+    without_eds.write_text(http_get(port, "/config_dump")[1])
+    admin = ("--admin", mesh.admin_url)
+    for table in ("listeners", "routes", "clusters", "secret"):
+        live = _run(proxy_config, table, PROXY, *admin).stdout.split("\n", 1)
+        saved = _run(proxy_config, table, PROXY, "--file", str(without_eds))
+        assert saved.exit_code == 0, saved.output
+        assert saved.stdout.split("\n", 1)[1] == live[1], table
+        assert saved.stdout.startswith(f"Source: file {without_eds} (node sidecar~")
+    cluster = f"outbound|{mesh.port}|v1|{WEB}"
+    endpoints = _run(proxy_config, "ep", PROXY, "--file", str(with_eds), "--cluster", cluster)
+    assert _rows(endpoints.stdout, ENDPOINT_COLUMNS) == [
+        [f"127.0.0.2:{mesh.port}", "HEALTHY", "-", cluster]
+    ]
+    missing = _run(proxy_config, "ep", PROXY, "--file", str(without_eds))
+    assert missing.exit_code == 1 and "only when asked with ?include_eds" in missing.stderr

@@ -8,51 +8,82 @@ import sys
 import click
 
 from meshpilot import __version__
-from meshpilot.cli.analyze import analyze
-from meshpilot.cli.demo import demo
-from meshpilot.cli.discovery import discovery
-from meshpilot.cli.gitops import gitops
-from meshpilot.cli.iptables import iptables
-from meshpilot.cli.live import apply, delete, get
-from meshpilot.cli.proxy import proxy
-from meshpilot.cli.proxy_config import proxy_config
-from meshpilot.cli.proxy_status import proxy_status
-from meshpilot.cli.token import token
-from meshpilot.cli.translate import translate
+from meshpilot.cli.lazy_group import LazyCommand, LazyGroup
 from meshpilot.errors import MeshpilotError
-from meshpilot.gitops.model import register_gitops_kinds
 
-__all__ = ["cli", "main"]
+__all__ = ["COMMANDS", "cli", "main"]
 
 DEBUG_ENV = "MESHPILOT_DEBUG"  # set to 1 to see the traceback of an internal error
 
+# Every command but `version`, imported only when it runs (see lazy_group.py).
+COMMANDS: dict[str, LazyCommand] = {
+    "analyze": LazyCommand(
+        "meshpilot.cli.analyze:analyze",
+        "Report invalid objects and broken references (istioctl analyze).",
+    ),
+    "apply": LazyCommand(
+        "meshpilot.cli.live:apply", "Create or update objects in the live store (kubectl apply)."
+    ),
+    "delete": LazyCommand(
+        "meshpilot.cli.live:delete", "Delete objects from the live store (kubectl delete)."
+    ),
+    "demo": LazyCommand("meshpilot.cli.demo:demo", "Run a bookinfo-like mesh on this machine."),
+    "discovery": LazyCommand(
+        "meshpilot.cli.discovery:discovery", "Serve Envoy configuration (the control plane)."
+    ),
+    "get": LazyCommand("meshpilot.cli.live:get", "Show objects of the live store (kubectl get)."),
+    "gitops": LazyCommand(
+        "meshpilot.cli.gitops:gitops",
+        "GitOps delivery from Git into the live store (Argo CD style).",
+    ),
+    "iptables": LazyCommand(
+        "meshpilot.cli.iptables:iptables", "Install Istio's traffic capture rules (istio-iptables)."
+    ),
+    "proxy": LazyCommand(
+        "meshpilot.cli.proxy:proxy", "Run an Envoy proxy with its agent (Istio's pilot-agent)."
+    ),
+    "proxy-config": LazyCommand(
+        "meshpilot.cli.proxy_config:proxy_config",
+        "Show one proxy's listeners, routes, clusters, endpoints, secrets.",
+    ),
+    "proxy-status": LazyCommand(
+        "meshpilot.cli.proxy_status:proxy_status",
+        "Show whether each proxy has what the control plane sent it.",
+    ),
+    "token": LazyCommand(
+        "meshpilot.cli.token:token", "Bootstrap tokens that workloads present to the CA."
+    ),
+    "translate": LazyCommand(
+        "meshpilot.cli.translate:translate", "Print the Envoy configuration of one proxy."
+    ),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# Commands that never read Kubernetes or Istio objects: they skip loading the GitOps kinds.
+_READ_NO_OBJECTS = frozenset(
+    {"iptables", "proxy", "proxy-config", "proxy-status", "token", "version"}
+)
+
+
+@click.group(
+    cls=LazyGroup,
+    lazy=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="meshpilot")
-def cli() -> None:
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """meshpilot: Istio-compatible service mesh and GitOps delivery engine."""
-    register_gitops_kinds()  # the store and the loader know Application and AppProject
+    if ctx.invoked_subcommand not in _READ_NO_OBJECTS:
+        # The store and the loader know Application and AppProject.
+        from meshpilot.gitops.model import register_gitops_kinds
+
+        register_gitops_kinds()
 
 
 @cli.command()
 def version() -> None:
-    """Print the meshpilot version."""
+    """Print the meshpilot client version."""
     click.echo(__version__)
-
-
-cli.add_command(translate)
-cli.add_command(analyze)
-cli.add_command(demo)
-cli.add_command(discovery)
-cli.add_command(iptables)
-cli.add_command(proxy)
-cli.add_command(proxy_status)
-cli.add_command(proxy_config)
-cli.add_command(apply)
-cli.add_command(get)
-cli.add_command(delete)
-cli.add_command(gitops)
-cli.add_command(token)
 
 
 def main() -> None:

@@ -1,14 +1,16 @@
 """`meshpilot proxy-config listeners|routes|clusters|endpoints|secret|all [POD.NAMESPACE]`:
 one proxy's Envoy configuration in istioctl's tables, or raw with -o json|yaml.
 
-With --admin URL it is read from that Envoy's admin (/config_dump, /clusters); without, from
-the control plane (--discovery URL, /debug/config_dump?proxyID=): what that proxy would get.
+With --admin URL it is read from that Envoy's admin (/config_dump, /clusters); with --file
+DUMP.json from a saved config dump (proxyinfo/from_file.py); otherwise from the control plane
+(--discovery URL, /debug/config_dump?proxyID=): what that proxy would get.
 The first line says which (on stderr with -o json|yaml, so the output stays parseable).
 istioctl's aliases work: l, r, c, ep, s, a and the singular names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ from meshpilot.proxyinfo import (
     select_listeners,
     select_routes,
 )
+from meshpilot.proxyinfo.from_file import NO_ENDPOINTS, from_file, has_endpoints
 from meshpilot.proxyinfo.secrets import secret_detail_table
 
 __all__ = ["proxy_config"]
@@ -68,17 +71,24 @@ def proxy_config() -> None:
 class _Request:
     proxy_ref: str | None
     admin: str | None
+    file: str | None
     discovery: str
     proxy_type: str | None
     timeout: float
     output: str
 
-    def fetch(self, health: bool = False) -> ProxyData:
+    def fetch(self, health: bool = False, endpoints_only: bool = False) -> ProxyData:
+        if self.admin and self.file:
+            raise click.UsageError("--admin and --file are two sources: give one")
         with reported_errors():
+            if self.file:
+                return from_file(self.file, self.proxy_ref, endpoints_only)
             if self.admin:
                 return from_admin(self.admin, self.proxy_ref, health, self.timeout)
             if not self.proxy_ref:
-                raise click.UsageError("name the proxy as POD.NAMESPACE, or give --admin URL")
+                raise click.UsageError(
+                    "name the proxy as POD.NAMESPACE, or give --admin URL or --file DUMP.json"
+                )
             return from_control_plane(self.discovery, self.proxy_ref, self.proxy_type, self.timeout)
 
     def emit(self, data: ProxyData, table: Callable[[], str], raw: Callable[[], Any]) -> None:
@@ -93,20 +103,28 @@ class _Request:
 
 
 def _source_options(command: Callable[..., None]) -> Callable[..., None]:
-    """POD.NAMESPACE, --admin, --discovery, --proxy-type, -o and --timeout, handed to the
-    command as one `_Request`."""
+    """POD.NAMESPACE, --admin, --file, --discovery, --proxy-type, -o and --timeout, handed
+    to the command as one `_Request`."""
 
     @functools.wraps(command)
     def run(
-        proxy_ref: str | None, admin: str | None, discovery: str, proxy_type: str | None,
-        timeout: float, output: str, **filters: Any,
+        proxy_ref: str | None, admin: str | None, file: str | None, discovery: str,
+        proxy_type: str | None, timeout: float, output: str, **filters: Any,
     ) -> None:  # fmt: skip
-        command(_Request(proxy_ref, admin, discovery, proxy_type, timeout, output), **filters)
+        request = _Request(proxy_ref, admin, file, discovery, proxy_type, timeout, output)
+        command(request, **filters)
 
     decorators = (
         click.argument("proxy_ref", metavar="[POD.NAMESPACE]", required=False),
         click.option(
             "--admin", metavar="URL", help="Read this Envoy's admin, e.g. http://127.0.0.1:15000."
+        ),
+        click.option(
+            "-f",
+            "--file",
+            metavar="DUMP.json",
+            help="Read a saved Envoy /config_dump (endpoints: taken with ?include_eds, or "
+            "/clusters?format=json output) instead of a running proxy.",
         ),
         discovery_option,
         click.option(
@@ -185,7 +203,10 @@ def clusters(request: _Request, fqdn: str, port: int, subset: str, direction: st
 @click.option("--status", default="", help="Only endpoints of this health status, e.g. HEALTHY.")
 def endpoints(request: _Request, address: str, port: int, cluster: str, status: str) -> None:
     """Endpoints of every cluster, with their health (from Envoy when read with --admin)."""
-    data, where = request.fetch(health=True), EndpointFilter(address, port, cluster, status)
+    data = request.fetch(health=True, endpoints_only=True)
+    if request.file and not has_endpoints(data):
+        raise click.ClickException(NO_ENDPOINTS.format(path=request.file))
+    where = EndpointFilter(address, port, cluster, status)
     request.emit(
         data,
         lambda: endpoint_table(data, where).render(),
@@ -212,6 +233,9 @@ def all_(request: _Request) -> None:
     """Everything: the clusters, listeners, routes, endpoints and secrets tables, or the
     whole config dump with -o json|yaml."""
     data = request.fetch(health=True)
+    if request.file and not has_endpoints(data):
+        note = NO_ENDPOINTS.format(path=request.file)
+        data = dataclasses.replace(data, warnings=(*data.warnings, f"warning: {note}"))
 
     def tables() -> str:
         return "\n\n".join(

@@ -86,5 +86,7 @@ def proxy_status(proxy_ref: str | None, discovery: str, output: str, timeout: fl
         click.echo(render_raw([s.raw for s in syncs], output))
     elif proxy_ref:
         click.echo("\n\n".join(sync_detail(s) for s in syncs))
+    elif not syncs:
+        click.echo(f"no proxies are connected to the control plane at {discovery}", err=True)
     else:
         click.echo(sync_table(syncs).render())

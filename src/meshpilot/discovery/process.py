@@ -22,6 +22,7 @@ from pathlib import Path
 
 from meshpilot.discovery.debug_api import debug_routes
 from meshpilot.discovery.http import HttpRequest, HttpResponse, HttpServer, Route
+from meshpilot.discovery.unsupported import UnsupportedFieldLog
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
@@ -45,6 +46,7 @@ class Discovery:
         # A live store (`--store DIR`) or the watched -f files.
         self.store = store or FileStore(paths, self.settings.file_poll_interval)
         self.server = DiscoveryServer(self.store, self.settings)
+        UnsupportedFieldLog(self.store)  # warns about fields parsed and ignored, once each
         routes = debug_routes(self.server, self.store)
         routes["/metrics"] = self._with_ca_metrics(routes["/metrics"])
         self.http = HttpServer(routes)

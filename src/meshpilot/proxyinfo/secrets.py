@@ -13,12 +13,14 @@ import base64
 import binascii
 from dataclasses import dataclass
 from datetime import UTC, datetime
-
-from cryptography import x509
+from typing import TYPE_CHECKING
 
 from meshpilot.proxyinfo.dump import ConfigDump, DumpedSecret
 from meshpilot.proxyinfo.fields import JsonObject, obj, text
 from meshpilot.proxyinfo.table import Table
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 __all__ = [
     "COLUMNS",
@@ -107,6 +109,8 @@ def read_certificate(pem: bytes) -> CertInfo | None:
     """The first certificate in `pem`, or None if there is none that parses."""
     if b"-----BEGIN CERTIFICATE-----" not in pem:
         return None
+    from cryptography import x509  # only the secret tables need it: proxy-config starts faster
+
     try:
         chain = x509.load_pem_x509_certificates(pem)
     except ValueError:
@@ -128,6 +132,8 @@ def read_certificate(pem: bytes) -> CertInfo | None:
 
 
 def _identity(cert: x509.Certificate) -> str:
+    from cryptography import x509
+
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     except (x509.ExtensionNotFound, ValueError):

@@ -72,7 +72,7 @@ def test_analyze_reports_references_with_file_line_and_code(tmp_path: Path) -> N
     assert (
         f"{vs}:8: error IST0101: VirtualService default/ratings-typo: "
         'spec.http[0].route[0].destination.host: Referenced host not found: "ratingz"'
-    ) in result.stderr
+    ) in result.stdout
     assert run("analyze", "-f", BOOKINFO).returncode == 0
 
 
