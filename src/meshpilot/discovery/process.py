@@ -27,6 +27,7 @@ from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
 from meshpilot.store.directory import DirectoryStore
 from meshpilot.store.files import FileStore
+from meshpilot.store.open import open_store
 from meshpilot.xds.server import DiscoveryServer
 
 __all__ = ["Discovery", "run_discovery"]
@@ -106,7 +107,8 @@ async def run_discovery(
 ) -> None:
     """Serve until SIGTERM or SIGINT, then stop cleanly."""
     # GitOps Applications are not mesh config: discovery never reads them (B8)
-    store = DirectoryStore(store_dir, skip_kinds=UNREAD_KINDS) if store_dir else None
+    # A server waiting for writes: it creates the store if none is there yet.
+    store = open_store(store_dir, create=True, skip_kinds=UNREAD_KINDS) if store_dir else None
     discovery = Discovery(paths, settings, store)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
