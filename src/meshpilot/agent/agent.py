@@ -142,8 +142,10 @@ class ProxyAgent:
     async def run(self) -> int:
         """Run until SIGTERM/SIGINT (exit status 0) or until Envoy cannot be kept up (1)."""
         owner = self.run_as()
+        # The SDS socket's path below it must fit a Unix socket address (107 bytes): a
+        # gateway's pod name alone can take 36 of them.
         work_dir = self.runtime.work_dir or Path(
-            tempfile.mkdtemp(prefix=f"meshpilot-proxy-{self.options.pod_name}-")
+            tempfile.mkdtemp(prefix=f"meshpilot-proxy-{self.options.pod_name[:20]}-")
         )
         self.work_dir = work_dir
         if self.options.secure_xds and self.runtime.certs is None:

@@ -43,6 +43,8 @@ class RotationPolicy:
     rotate_at: float = 0.8  # fraction of the lifetime after which a new one is fetched
     retry_initial_s: float = 1.0
     retry_max_s: float = 30.0
+    # Before the first certificate Envoy cannot become ready: retry (and say so) this often.
+    first_retry_max_s: float = 5.0
 
     def __post_init__(self) -> None:
         if not 0 < self.rotate_at < 1:
@@ -112,9 +114,14 @@ class CertificateRotator:
         )
         current = self.store.cert
         if current is None:
+            delay = min(delay, self.policy.first_retry_max_s)
             log.error(
-                "no workload certificate for %s yet: %s; retrying in %.1fs",
-                self.identity, exc, delay,
+                "no workload certificate for %s yet, so Envoy stays unready (mTLS listeners "
+                "and clusters wait for it): %s; retrying in %.1fs. Is the control plane's CA "
+                "running at %s? Start `meshpilot discovery`, or give the agent its address "
+                "(--ca-address), its root (--root-cert) and a token (--token-file, "
+                "`meshpilot token issue`)",
+                self.identity, exc, delay, self.ca_name,
             )  # fmt: skip
             return delay
         left = (current.not_after - self._now()).total_seconds()
