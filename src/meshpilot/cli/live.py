@@ -25,7 +25,6 @@ from typing import Any, TypeVar
 
 import click
 
-from meshpilot.analysis.applied import findings_for_write
 from meshpilot.cli.common import print_diagnostics
 from meshpilot.cli.live_output import print_objects
 from meshpilot.config.diagnostics import Severity
@@ -156,6 +155,8 @@ def apply(
         store = _store_or_empty(store_dir, stack)
         snapshot = store.snapshot()
         check_writes(loaded.objects, snapshot, caller_from(store, as_user, groups, rbac_file))
+        from meshpilot.analysis.applied import findings_for_write  # (heavy: apply only)
+
         mesh = loaded.mesh if loaded.mesh_origin is not None else None
         findings = findings_for_write(snapshot, loaded.objects, mesh)
         for finding in findings:  # kubectl prints the API server's warnings this way
