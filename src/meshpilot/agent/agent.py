@@ -116,9 +116,11 @@ def _parents_below(path: Path, top: Path) -> list[Path]:
 
 
 def _temporary_work_dir(pod_name: str) -> Path:
-    """A private directory with an owner file; those of agents killed with -9 go first."""
+    """A private directory with an owner file; those of agents killed with -9 go first.
+    The SDS socket's path below it must fit a Unix socket address (107 bytes): a gateway's
+    pod name alone can take 36 of them."""
     remove_dead_tempdirs(WORK_DIR_PREFIX)
-    return owned_tempdir(f"{WORK_DIR_PREFIX}{pod_name}-")
+    return owned_tempdir(f"{WORK_DIR_PREFIX}{pod_name[:20]}-")
 
 
 class ProxyAgent:

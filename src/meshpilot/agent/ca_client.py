@@ -11,6 +11,7 @@ Errors name the CA address and what went wrong, never the token or a key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +40,9 @@ class CaSettings:
     address: str  # host:port of the CA (the control plane's 15012)
     root_cert: Path  # the mesh root: verifies the CA's serving certificate
     token_file: Path | None = None
+    # Without a token file: a token made for each call (a control plane on this machine:
+    # the agent signs it with the CA dir's token key, agent/local_ca.py); never stored.
+    token_source: Callable[[], str] | None = None
     server_name: str = CA_SERVER_NAME
     cluster_id: str = "Kubernetes"
     timeout_s: float = 10.0
@@ -59,7 +63,7 @@ class CaClient:
     def _token(self) -> str | None:
         path = self.settings.token_file
         if path is None:
-            return None
+            return self._issued_token()
         try:
             token = path.read_text().strip()
         except OSError as exc:
@@ -67,6 +71,16 @@ class CaClient:
         if not token:
             raise CaError(f"token file {path} is empty")
         return token
+
+    def _issued_token(self) -> str | None:
+        source = self.settings.token_source
+        if source is None:
+            return None
+        try:
+            return source()
+        except (OSError, ValueError) as exc:  # (the message names the key file, not a token)
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise CaError(f"cannot issue a token with the local CA's key: {reason}") from None
 
     async def sign(
         self, csr_pem: bytes, ttl_s: int, current: WorkloadCert | None = None

@@ -95,9 +95,9 @@ def analyze(
 def _read(filenames: Sequence[str], store_dir: str | None) -> _Inputs:
     inputs = _Inputs()
     if store_dir:
-        from meshpilot.store.directory import DirectoryStore
+        from meshpilot.store.open import open_store
 
-        snapshot = DirectoryStore(store_dir, create=False).snapshot()
+        snapshot = open_store(store_dir, create=False).snapshot()
         inputs.objects.update(snapshot.objects)
         inputs.mesh = snapshot.mesh
         inputs.diagnostics.extend(snapshot.diagnostics)

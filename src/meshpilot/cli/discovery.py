@@ -36,7 +36,13 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     metavar="PATH",
     help="YAML/JSON file or directory to serve and watch (repeatable).",
 )
-@click.option("--store", "store_dir", metavar="DIR", help="Serve a live store directory instead.")
+@click.option(
+    "--store",
+    "store_dir",
+    metavar="DIR",
+    help="Serve a live store directory instead (created if absent; file:///DIR too, etcd:// "
+    "and kube:// are not supported yet).",
+)
 @click.option(
     "--listen-address",
     metavar="IP",

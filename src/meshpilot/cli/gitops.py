@@ -33,6 +33,7 @@ from meshpilot.gitops.model import Application
 from meshpilot.gitops.projects import CONTROL_NAMESPACE
 from meshpilot.gitops.rbac import app_objects
 from meshpilot.store.base import StoreSnapshot
+from meshpilot.text_table import render_table
 
 __all__ = ["gitops"]
 
@@ -124,7 +125,7 @@ def list_apps(
         apps, manifests = remote_apps(client_for(server_url, as_user, groups, rbac_file))
         _print_list(apps, [manifests[o.key] for o in apps], output)
         return
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     apps = _apps(store.snapshot(), caller_from(store, as_user, groups, rbac_file))
     _print_list(apps, [store.manifest(o.key) for o in apps], output)
 
@@ -137,10 +138,7 @@ def _print_list(apps: list[ConfigObject[Application]], manifests: list[Any], out
         for obj in apps:
             click.echo(f"{obj.namespace}/{obj.name}")
         return
-    rows = [_HEADER, *(_row(o) for o in apps)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(_HEADER))]
-    for row in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    click.echo(render_table([_HEADER, *(_row(o) for o in apps)]))
 
 
 @gitops.command("get")
@@ -164,7 +162,7 @@ def get_app(
             return
         click.echo(_describe(obj))
         return
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     obj = find_application(
         store.snapshot(), app_ref, caller_from(store, as_user, groups, rbac_file)
     )
@@ -206,10 +204,13 @@ def _describe(obj: ConfigObject[Application]) -> str:
         out += ["", f"{'Operation:':<20}Sync", f"{'Phase:':<20}{op.phase}",
                 f"{'Message:':<20}{op.message}"]  # fmt: skip
     if status.resources:
-        out += ["", "GROUP  KIND  NAMESPACE  NAME  STATUS  HEALTH"]
-        for r in status.resources:
-            health = r.health.status if r.health else ""
-            out.append(f"{r.group}  {r.kind}  {r.namespace}  {r.name}  {r.status}  {health}")
+        rows = [("GROUP", "KIND", "NAMESPACE", "NAME", "STATUS", "HEALTH")]
+        rows += [
+            (r.group, r.kind, r.namespace, r.name, str(r.status),
+             str(r.health.status) if r.health else "")
+            for r in status.resources
+        ]  # fmt: skip
+        out += ["", render_table(rows)]
     return "\n".join(out)
 
 

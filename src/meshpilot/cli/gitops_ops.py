@@ -42,6 +42,7 @@ from meshpilot.gitops.repo import RepoService, repo_settings_from_store
 from meshpilot.gitops.source import chart_detector
 from meshpilot.gitops.sync.operation import SyncOutcome, SyncParams
 from meshpilot.store.directory import DirectoryStore
+from meshpilot.text_table import render_table
 
 __all__ = ["build_deps", "refresh_and_save", "register_ops"]
 
@@ -108,7 +109,7 @@ def diff_app(
     if server_url:
         remote_diff(client_for(server_url, as_user, groups, rbac_file), app_ref)
         return
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "get")
     state = refresh_app(obj.model, build_deps(store, repo_cache))
     if state.comparison is None:
@@ -145,7 +146,7 @@ def sync_app(
         body = sync_body(dry_run, prune, revision, selected)
         _print_outcome(remote, to_outcome(client.sync(remote.namespace, remote.name, body)))
         return
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "sync")
     from meshpilot.gitops.sync.execute import execute_sync
 
@@ -173,11 +174,7 @@ def _print_outcome(obj: ConfigObject[Application], outcome: SyncOutcome) -> None
     click.echo(f"{'Message:':<20}{outcome.message}")
     if len(rows) > 1:
         click.echo("")
-        widths = [max(len(str(r[i])) for r in rows) for i in range(6)]
-        for row in rows:
-            click.echo(
-                "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-            )
+        click.echo(render_table(rows))
     if not outcome.succeeded:
         raise GitopsError(f"sync of {obj.namespace}/{obj.name} failed: {outcome.message}")
 
@@ -197,7 +194,7 @@ def history_app(
         remote, _ = remote_app(client_for(server_url, as_user, groups, rbac_file), app_ref)
         click.echo(format_history(remote.model))
         return
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "get")
     click.echo(format_history(obj.model))
 
@@ -222,7 +219,7 @@ def rollback_app(
         answer = client.rollback(remote.namespace, remote.name, history_id, prune)
         _print_outcome(remote, to_outcome(answer))
         return
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "sync")
     params = SyncParams(prune=prune, username=as_user or "")
     outcome = rollback(obj.model, history_id, build_deps(store, repo_cache), params)

@@ -32,7 +32,7 @@ from meshpilot.gitops.render import Renderer, RendererConfig
 from meshpilot.gitops.render.sops import load_identities
 from meshpilot.gitops.repo import RepoService, RepoSettings, repo_settings_from_store
 from meshpilot.settings import STORE_ENV
-from meshpilot.store.directory import DirectoryStore
+from meshpilot.store.open import open_store
 
 __all__ = ["preview"]
 
@@ -87,7 +87,7 @@ def preview(
     """Rendered manifest diff and Envoy configuration diff of a change, per app and proxy."""
     store_dir = store_dir or os.environ.get(STORE_ENV)
     try:
-        store = DirectoryStore(store_dir, create=False) if store_dir else None
+        store = open_store(store_dir, create=False) if store_dir else None
         snapshot = store.snapshot() if store else None
         # Repository Secrets, TLS certs and known hosts come from the store, as in Argo CD.
         access = repo_settings_from_store(store) if store else None

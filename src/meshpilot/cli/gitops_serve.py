@@ -162,7 +162,7 @@ def serve(
         app_resync=_seconds(app_resync, "--app-resync"),
         self_heal_timeout=_seconds(self_heal_timeout, "--self-heal-timeout"),
     )
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=True)
     store.refresh()
     cache = Path(repo_cache) if repo_cache else store.root / ".gitops" / "repo-cache"
     access = repo_settings_from_store(store)  # repository Secrets, TLS certs, known hosts

@@ -1,20 +1,25 @@
 """`meshpilot apply`, `get` and `delete`: kubectl's verbs on the live store.
 
-    meshpilot apply -f FILE|DIR [--store DIR] [--dry-run]
+    meshpilot apply -f FILE|DIR [--store DIR] [--dry-run] [--strict]
     meshpilot get KIND [NAME] [-n NS | -A] [-o yaml|json|wide|name]
     meshpilot delete KIND NAME... [-n NS]  |  meshpilot delete -f FILE
 
 The store is `--store DIR`, else $MESHPILOT_STORE, else ~/.meshpilot/store. Writes are all
 or nothing: one invalid object (reported with file, line, object and field) and nothing is
-written. `--as USER [--groups G]` applies Argo CD RBAC to Application and AppProject
+written. What is applied is checked as `meshpilot analyze` checks it, against the store's
+content: findings are printed as `Warning: FILE:LINE: ...` lines and, with `--strict`, an
+error among them writes nothing. Reads (`get`, `delete` of a missing store) never create a
+store. `--as USER [--groups G]` applies Argo CD RBAC to Application and AppProject
 objects (policy from `--rbac FILE` or the store's argocd-rbac-cm); without `--as` the local
 operator is trusted, as kubectl's admin context is.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
+import tempfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -22,6 +27,7 @@ import click
 
 from meshpilot.cli.common import print_diagnostics
 from meshpilot.cli.live_output import print_objects
+from meshpilot.config.diagnostics import Severity
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.loader import load_documents
 from meshpilot.config.yaml_source import read_paths
@@ -31,6 +37,8 @@ from meshpilot.gitops.rbac import Enforcer, load_policy_file
 from meshpilot.settings import default_store_dir
 from meshpilot.store.admission import refusals
 from meshpilot.store.directory import DirectoryStore
+from meshpilot.store.open import NoStoreError
+from meshpilot.store.open import open_store as open_store_url
 from meshpilot.store.resources import resolve_resource
 
 __all__ = [
@@ -49,7 +57,8 @@ store_option = click.option(
     "--store",
     "store_dir",
     metavar="DIR",
-    help="Live store directory.  [default: $MESHPILOT_STORE, else ~/.meshpilot/store]",
+    help="Live store directory (or file:///DIR; etcd:// and kube:// are not supported yet).  "
+    "[default: $MESHPILOT_STORE, else ~/.meshpilot/store]",
 )
 
 
@@ -85,9 +94,11 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def open_store(store_dir: str | None, create: bool = True) -> DirectoryStore:
+def open_store(store_dir: str | None, *, create: bool) -> DirectoryStore:
+    """The `--store` (else $MESHPILOT_STORE, else ~/.meshpilot/store) through the one
+    factory; readers pass `create=False` and get an error, not a new store, where none is."""
     try:
-        return DirectoryStore(store_dir or default_store_dir(), create=create)
+        return open_store_url(store_dir or default_store_dir(), create=create)
     except MeshpilotError as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -115,12 +126,19 @@ def caller_from(
 )
 @store_option
 @click.option("--dry-run", is_flag=True, help="Check and report, write nothing.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Write nothing when the analyzer finds an error in what is applied (a reference "
+    "to a missing host, subset or gateway, ...); without it such findings are warnings.",
+)
 @identity_options
 @user_errors
 def apply(
     filenames: tuple[str, ...],
     store_dir: str | None,
     dry_run: bool,
+    strict: bool,
     as_user: str | None,
     groups: tuple[str, ...],
     rbac_file: str | None,
@@ -133,11 +151,35 @@ def apply(
     print_diagnostics([d for d in loaded.diagnostics if d not in problems] + problems)
     if problems:
         raise click.ClickException("nothing applied: fix the errors above")
-    store = open_store(store_dir)
-    check_writes(loaded.objects, store.snapshot(), caller_from(store, as_user, groups, rbac_file))
-    suffix = " (dry run)" if dry_run else ""
-    for result in store.apply(read.documents, dry_run=dry_run):
-        click.echo(result.message + suffix)
+    with contextlib.ExitStack() as stack:
+        store = _store_or_empty(store_dir, stack)
+        snapshot = store.snapshot()
+        check_writes(loaded.objects, snapshot, caller_from(store, as_user, groups, rbac_file))
+        from meshpilot.analysis.applied import findings_for_write  # (heavy: apply only)
+
+        mesh = loaded.mesh if loaded.mesh_origin is not None else None
+        findings = findings_for_write(snapshot, loaded.objects, mesh)
+        for finding in findings:  # kubectl prints the API server's warnings this way
+            click.echo(f"Warning: {finding}", err=True)
+        errors = sum(f.severity is Severity.ERROR for f in findings)
+        if strict and errors:
+            raise click.ClickException(
+                f"nothing applied (--strict): {errors} error{'s' if errors != 1 else ''} above"
+            )
+        if not dry_run and snapshot.version == 0:  # checked against none: create it now
+            store = open_store(store_dir, create=True)
+        suffix = " (dry run)" if dry_run else ""
+        for result in store.apply(read.documents, dry_run=dry_run):
+            click.echo(result.message + suffix)
+
+
+def _store_or_empty(store_dir: str | None, stack: contextlib.ExitStack) -> DirectoryStore:
+    """The store to check a write against; where there is none, an empty one in a temporary
+    directory, so that a dry run, or a write refused, creates nothing."""
+    try:
+        return open_store_url(store_dir or default_store_dir(), create=False)
+    except NoStoreError:
+        return open_store_url(stack.enter_context(tempfile.TemporaryDirectory()), create=True)
 
 
 @click.command()
@@ -168,7 +210,7 @@ def get(
 ) -> None:
     """Show objects of the live store (kubectl get), e.g. `get vs -n default`."""
     rtype = resolve_resource(resource)
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     caller = caller_from(store, as_user, groups, rbac_file)
     ns = "" if not rtype.namespaced else (None if all_namespaces and not names else namespace)
     snapshot = store.snapshot()
@@ -235,7 +277,7 @@ def delete(
 ) -> None:
     """Delete objects from the live store (kubectl delete KIND NAME, or -f FILE)."""
     keys = _keys_to_delete(resource, names, filenames, namespace)
-    store = open_store(store_dir)
+    store = open_store(store_dir, create=False)
     check_deletes(keys, store.snapshot(), caller_from(store, as_user, groups, rbac_file))
     suffix = " (dry run)" if dry_run else ""
     failed = False

@@ -12,6 +12,7 @@ import click
 import yaml
 
 from meshpilot.store.resources import ResourceType
+from meshpilot.text_table import render_table
 
 __all__ = ["human_age", "print_objects"]
 
@@ -86,7 +87,4 @@ def _table(rtype: ResourceType, manifests: Sequence[Manifest], wide: bool, show_
                 human_age(meta.get("creationTimestamp")),
             ]
         )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["   ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
-             for row in rows]  # fmt: skip
-    return "\n".join(lines)
+    return render_table(rows, gap=3)

@@ -18,16 +18,8 @@ from typing import Any, TypeVar
 import click
 
 from meshpilot.agent import AgentOptions, InterceptionMode, ProxyAgent, RuntimeOptions, XdsType
-from meshpilot.agent.certs.rotation import RotationPolicy
-from meshpilot.agent.certs.service import CertOptions
-from meshpilot.agent.options import (
-    detect_node_ip,
-    discovery_endpoint,
-    discovery_socket,
-    parse_label_args,
-    read_labels_file,
-)
-from meshpilot.config.duration import parse_duration
+from meshpilot.agent.options import detect_node_ip, parse_label_args, read_labels_file
+from meshpilot.cli.proxy_certs import cert_options, seconds
 from meshpilot.errors import MeshpilotError
 from meshpilot.model.proxy import ProxyType
 from meshpilot.settings import Ports, Settings
@@ -101,6 +93,13 @@ _SHARED_OPTIONS = (
         "--token-file",
         type=click.Path(dir_okay=False, path_type=Path),
         help="Bootstrap token proving the pod's identity to the CA (re-read at each request).",
+    ),
+    click.option(
+        "--ca-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Without --root-cert: the CA dir of a control plane on this machine, where the "
+        "agent finds its root and TLS port and signs its token  [default: $MESHPILOT_CA_DIR "
+        "or ~/.meshpilot/ca].",
     ),
     click.option(
         "--secret-ttl",
@@ -296,7 +295,7 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         trust_domain=settings.trust_domain,
         concurrency=kw["concurrency"],
         drain_duration_s=kw["drain_time_s"],
-        termination_drain_duration_s=_seconds(kw["termination_drain_duration"]),
+        termination_drain_duration_s=seconds(kw["termination_drain_duration"]),
         stats_inclusion_prefixes=tuple(kw["stats_prefixes"]),
         stats_inclusion_regexps=tuple(kw["stats_regexps"]),
     )
@@ -308,43 +307,6 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         use_dynamic_base_id=kw["use_dynamic_base_id"],
         run_as_proxy_uid=kw["run_as_proxy_uid"],
         max_restarts=kw["max_restarts"],
-        certs=_cert_options(options, kw),
     )
-    return options, runtime
-
-
-def _cert_options(options: AgentOptions, kw: dict[str, Any]) -> CertOptions | None:
-    """Workload certificates: on with --root-cert; required by xDS over TLS."""
-    root = kw["root_cert"]
-    if root is None:
-        if options.secure_xds:
-            raise MeshpilotError(
-                f"xDS over TLS to {options.discovery_address} needs --root-cert "
-                "(the control plane's root-cert.pem)"
-            )
-        if kw["ca_address"] or kw["token_file"]:
-            raise MeshpilotError("--ca-address and --token-file need --root-cert")
-        return None
-    ca = kw["ca_address"] or (options.discovery_address if options.secure_xds else None)
-    if ca is None:
-        raise MeshpilotError(
-            "--ca-address is needed when xDS is plaintext (the CA listens on TLS, "
-            f"port {_DEFAULTS.xds_tls})"
-        )
-    if discovery_socket(ca) is None:  # unix:<path> reaches a CA from another netns
-        discovery_endpoint(ca)  # a clear error for a malformed address
-    ttl = round(_seconds(kw["secret_ttl"]))
-    return CertOptions(
-        ca_address=ca,
-        root_cert=root.absolute(),
-        token_file=kw["token_file"].absolute() if kw["token_file"] else None,
-        policy=RotationPolicy(ttl_s=ttl, rotate_at=kw["secret_rotation"]),
-    )
-
-
-def _seconds(text: str) -> float:
-    """`5s`, `500ms` or a plain number of seconds."""
-    try:
-        return float(text)
-    except ValueError:
-        return parse_duration(text) / 1e9
+    options, certs = cert_options(options, kw, settings.ca_dir)
+    return options, replace(runtime, certs=certs)

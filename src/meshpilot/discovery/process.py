@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,10 +25,18 @@ from meshpilot.discovery.debug_api import debug_routes
 from meshpilot.discovery.http import HttpRequest, HttpResponse, HttpServer, Route
 from meshpilot.discovery.unsupported import UnsupportedFieldLog
 from meshpilot.model.relevance import UNREAD_KINDS
+from meshpilot.security.control_plane_record import (
+    ControlPlaneRecord,
+    record_key,
+    remove_record,
+    root_cert_path,
+    write_record,
+)
 from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
 from meshpilot.store.directory import DirectoryStore
 from meshpilot.store.files import FileStore
+from meshpilot.store.open import open_store
 from meshpilot.xds.server import DiscoveryServer
 
 __all__ = ["Discovery", "run_discovery"]
@@ -51,6 +60,7 @@ class Discovery:
         routes["/metrics"] = self._with_ca_metrics(routes["/metrics"])
         self.http = HttpServer(routes)
         self.secure: SecureServer | None = None  # 15012: ADS + CA over TLS (with ca_dir)
+        self._record: Path | None = None  # <CA dir>/<record key> of this process's record
 
     @property
     def xds_port(self) -> int:
@@ -91,12 +101,32 @@ class Discovery:
         self.server.tasks.start("config-watch", self.store.watch)
         if self.secure is not None:
             self.server.tasks.start("front-envoy", self.secure.keep_front_running)
+            self._record = await asyncio.to_thread(self._write_record, self.secure)
         log.info(
             "discovery: xDS on %s:%d, monitoring on http://%s:%d",
             host, self.xds_port, host, self.monitoring_port,
         )  # fmt: skip
 
+    def _write_record(self, secure: SecureServer) -> Path:
+        """Where proxy agents on this machine find this control plane, its root and its
+        TLS port (security/control_plane_record.py); returns the CA dir it went into."""
+        ca_dir = Path(self.settings.ca_dir).expanduser().absolute()
+        record = ControlPlaneRecord(
+            pid=os.getpid(),
+            listen_address=self.settings.listen_address,
+            xds_port=self.xds_port,
+            secure_port=secure.port,
+            root_cert=str(root_cert_path(ca_dir, record_key(os.getpid(), self.xds_port))),
+            xds_uds=self.settings.xds_uds,
+            secure_uds=self.settings.secure_uds,
+        )
+        write_record(ca_dir, record, secure.ca.root_pem)
+        return ca_dir / record_key(os.getpid(), self.xds_port)
+
     async def stop(self, grace: float = 1.0) -> None:
+        if self._record is not None:
+            remove_record(self._record.parent, self._record.name)
+            self._record = None
         await self.server.stop(grace)  # (with its tasks, the store's watch among them)
         if self.secure is not None:
             await self.secure.stop(grace)
@@ -108,8 +138,9 @@ async def run_discovery(
 ) -> None:
     """Serve until SIGTERM or SIGINT, then stop cleanly."""
     # GitOps Applications are not mesh config: discovery never reads them, and a resync
-    # pass rewriting every app's status must not cost it a parse per app.
-    store = DirectoryStore(store_dir, skip_kinds=UNREAD_KINDS) if store_dir else None
+    # pass rewriting every app's status must not cost it a parse per app. A server waiting
+    # for writes creates the store if none is there yet.
+    store = open_store(store_dir, create=True, skip_kinds=UNREAD_KINDS) if store_dir else None
     discovery = Discovery(paths, settings, store)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

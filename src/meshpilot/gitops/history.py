@@ -15,6 +15,7 @@ from meshpilot.gitops.model import Application, RevisionHistory
 from meshpilot.gitops.refresh import RefreshDeps
 from meshpilot.gitops.sync.execute import execute_sync
 from meshpilot.gitops.sync.operation import SyncOutcome, SyncParams
+from meshpilot.text_table import render_table
 
 __all__ = ["AUTO_SYNC_REFUSAL", "find_history", "format_history", "rollback"]
 
@@ -65,10 +66,7 @@ def format_history(app: Application) -> str:
             revision = f"{target} ({entry.revision[:7]})" if entry.revision else target
             source = _describe(source_obj)
         rows.append((str(entry.id), entry.deployed_at or "", revision, source))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
-    )
+    return render_table(rows)
 
 
 def _describe(source: dict[str, object]) -> str:

@@ -92,14 +92,21 @@ def test_invalid_object_is_refused_and_nothing_is_written(run, tmp_path: Path) -
         "spec.http[0].route[1].weightt: unknown field 'weightt'" in err
     )
     assert err.endswith("Error: nothing applied: fix the errors above\n")
-    code, out, err = run("get", "dr")
-    assert err == "No resources found in default namespace.\n"
+    code, out, err = run("get", "dr")  # nothing written: not even the store was created
+    assert (code, err) == (
+        1,
+        f"Error: no store at {tmp_path / 'live'}: nothing has been applied there yet\n",
+    )
 
 
 def test_dry_run_and_unknown_resource(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     (tmp_path / "vs.yaml").write_text(VS)
     code, out, _ = run("apply", "-f", str(tmp_path / "vs.yaml"), "--dry-run")
     assert out.splitlines()[0] == "virtualservice.networking.istio.io/reviews created (dry run)"
+    assert not (tmp_path / "live").exists()
+    (tmp_path / "dr.yaml").write_text(VS.split("---")[1])
+    run("apply", "-f", str(tmp_path / "dr.yaml"))
+    run("apply", "-f", str(tmp_path / "vs.yaml"), "--dry-run")
     assert run("get", "vs")[2] == "No resources found in default namespace.\n"
     code, _, err = run("get", "deployments")
     assert (code, err) == (1, 'Error: the server doesn\'t have a resource type "deployments"\n')
@@ -138,8 +145,10 @@ def test_warnings_only_for_what_the_command_writes(tmp_path: Path) -> None:
     assert first.stderr.count("warning:") == 1
     assert first.stderr.startswith(f"{tmp_path / 'cm.yaml'}:5: warning: ")
     assert "fooBar" in first.stderr
+    # the VS's own findings (its references are missing), not the stored ConfigMap's warning
+    warned = meshpilot("apply", "-f", str(tmp_path / "vs.yaml")).stderr.splitlines()
+    assert warned and all(w.startswith(f"Warning: {tmp_path / 'vs.yaml'}:") for w in warned)
     for args in (
-        ("apply", "-f", str(tmp_path / "vs.yaml")),
         ("get", "virtualservices", "-n", "default"),
         ("gitops", "list"),
     ):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -48,6 +49,8 @@ class RotationPolicy:
     retry_initial_s: float = 0.1
     retry_max_s: float = 1.0  # without a valid certificate: the proxy cannot serve
     renew_retry_max_s: float = 30.0  # while the current certificate is still valid
+    # Before the first certificate Envoy cannot become ready: say so (and how) this often.
+    no_cert_log_every_s: float = 5.0
 
     def __post_init__(self) -> None:
         if not 0 < self.rotate_at < 1:
@@ -75,6 +78,7 @@ class CertificateRotator:
         self._now = now
         self.rotate_time: datetime | None = None  # when the current certificate is renewed
         self.failures = 0  # consecutive failed attempts
+        self._no_cert_logged = float("-inf")  # monotonic time of the last such error line
 
     async def refresh(self) -> WorkloadCert:
         """One attempt: new key, CSR, CA call, checks; the store serves the result."""
@@ -118,9 +122,16 @@ class CertificateRotator:
         backoff = min(cap, self.policy.retry_initial_s * 2.0 ** min(self.failures - 1, 30))
         delay = random.uniform(backoff / 2, backoff)  # jittered, and never a busy loop
         if current is None:
+            if time.monotonic() - self._no_cert_logged < self.policy.no_cert_log_every_s:
+                return delay
+            self._no_cert_logged = time.monotonic()
             log.error(
-                "no workload certificate for %s yet: %s; retrying in %.1fs",
-                self.identity, exc, delay,
+                "no workload certificate for %s yet, so Envoy stays unready (mTLS listeners "
+                "and clusters wait for it): %s; retrying in %.1fs. Is the control plane's CA "
+                "running at %s? Start `meshpilot discovery`, or give the agent its address "
+                "(--ca-address), its root (--root-cert) and a token (--token-file, "
+                "`meshpilot token issue`)",
+                self.identity, exc, delay, self.ca_name,
             )  # fmt: skip
             return delay
         left = (current.not_after - self._now()).total_seconds()

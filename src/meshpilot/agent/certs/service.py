@@ -19,6 +19,7 @@ from meshpilot.agent.ca_client import CA_SERVER_NAME, CaClient, CaSettings
 from meshpilot.agent.certs.rotation import CertificateRotator, RotationPolicy
 from meshpilot.agent.certs.store import SecretStore
 from meshpilot.agent.certs.workload import load_roots, spiffe_id
+from meshpilot.agent.local_ca import local_token_source
 from meshpilot.agent.options import ROOT_CERT_PATH, AgentOptions, sds_socket_path
 from meshpilot.agent.sds import SdsServer
 from meshpilot.errors import MeshpilotError
@@ -36,6 +37,9 @@ class CertOptions:
     ca_address: str
     root_cert: Path
     token_file: Path | None = None
+    # A control plane on this machine: tokens are signed with its CA dir's token key as
+    # needed (in place of --token-file; agent/local_ca.py)
+    local_ca_dir: Path | None = None
     ca_server_name: str = CA_SERVER_NAME
     policy: RotationPolicy = field(default_factory=RotationPolicy)
 
@@ -55,6 +59,9 @@ class WorkloadSecrets:
                 address=certs.ca_address,
                 root_cert=certs.root_cert,
                 token_file=certs.token_file,
+                token_source=local_token_source(certs.local_ca_dir, options)
+                if certs.local_ca_dir is not None
+                else None,
                 server_name=certs.ca_server_name,
                 cluster_id=options.cluster_id,
             )

@@ -14,6 +14,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass
 
+from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
 from meshpilot.gitops.model import register_gitops_kinds
 from meshpilot.gitops.preview.affected import affected_apps
@@ -81,4 +82,7 @@ def _preview(
         apps=tuple(sorted([*effect.apps, *failed], key=lambda a: a.app)),
         proxies=effect.proxies,
         unchanged_proxies=effect.unchanged_proxies,
+        store_applications=(
+            len(snapshot.of_kind(Kind.APPLICATION)) if snapshot is not None else None
+        ),
     )

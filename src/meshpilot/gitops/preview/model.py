@@ -104,10 +104,35 @@ class PreviewReport:
     # the mesh effect of the whole change (every affected app synced), per proxy class
     proxies: tuple[ProxyDiff, ...] = ()
     unchanged_proxies: int = 0  # proxies whose configuration does not change
+    # Applications in the live store that were looked at; None: no store was given
+    store_applications: int | None = None
 
     @property
     def changed_proxies(self) -> int:
         return sum(len(p.proxies) for p in self.proxies)
+
+    @property
+    def no_app_hint(self) -> str:
+        """Why no application was affected, and what to do about it (empty when some was)."""
+        if self.apps:
+            return ""
+        anyway = "or `--app NAME` to preview an app whose render depends on these files anyway"
+        if self.store_applications is None:
+            return (
+                "No store was given (`--store DIR` or $MESHPILOT_STORE), so only Applications "
+                "defined in the repository itself were looked at: give `--store DIR` to look "
+                f"at the live store's Applications, {anyway}."
+            )
+        if self.store_applications == 0:
+            return (
+                "The store holds no Application and none defined in the repository reads these "
+                f"paths: give `--store DIR` of the store the apps live in, {anyway}."
+            )
+        return (
+            f"None of the {self.store_applications} Applications in the store, nor any defined "
+            "in the repository, reads these paths (their source path, Helm value files, or "
+            "their own manifest): use `--app NAME` to preview an app anyway."
+        )
 
     @property
     def failed(self) -> bool:

@@ -86,7 +86,10 @@ def render_markdown(report: PreviewReport) -> str:
     lines = [f"### meshpilot preview: `{report.base}` ← `{head}`", ""]
     lines += _errors(report)
     if not report.apps:
-        lines += [f"No application reads the {len(report.changed_files)} changed file(s)."]
+        lines += [
+            f"No application reads the {len(report.changed_files)} changed file(s). "
+            + report.no_app_hint
+        ]
         return "\n".join(lines) + "\n"
     lines += ["| App | Resources (+ - ~) | Findings | Status |", "|---|---|---|---|"]
     for app in report.apps:

@@ -39,7 +39,7 @@ def render_text(report: PreviewReport) -> str:
     if report.failed:
         lines.append("FAILED: the head revision does not render or fails the mesh's checks")
     if not report.apps:
-        lines.append("no application reads the changed files")
+        lines.append(f"no application reads the changed files. {report.no_app_hint}")
     lines.append("")
     for app in report.apps:
         lines += _app(app)
@@ -64,6 +64,7 @@ def render_json(report: PreviewReport) -> str:
     data = _plain(report)
     data["failed"] = report.failed
     data["changed_proxies"] = report.changed_proxies
+    data["no_app_hint"] = report.no_app_hint
     for app, raw in zip(report.apps, data["apps"], strict=True):
         raw["counts"] = {str(c): app.count(c) for c in Change}
     return json.dumps(data, indent=2, sort_keys=True, default=str)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from meshpilot.gitops.sync.plan import SyncPlan
 from meshpilot.gitops.sync.task import SyncTask
+from meshpilot.text_table import render_table
 
 __all__ = ["render_plan"]
 
@@ -35,9 +36,7 @@ def render_plan(plan: SyncPlan) -> str:
     rows = [_HEADER, *(_row(t) for t in plan.tasks)]
     if plan.on_fail:
         rows.extend(_row(t) for t in plan.on_fail)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADER))]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    lines.append(render_table(rows))
     lines.extend(f"problem: {p}" for p in plan.problems)
     lines.extend(f"note: {n}" for n in plan.notes)
     return "\n".join(lines) + "\n"

@@ -1,0 +1,68 @@
+"""One factory from a store URL (DESIGN.md, "Stores and scale"): every `--store` goes here.
+
+    DIR | file:///DIR        the directory store (the only backend so far)
+    etcd://..., kube://...   planned backends: refused with a clear error, never taken for a
+                             relative directory named `etcd:`
+
+Reads never create state: `open_store(url, create=False)` on a path that holds no store says
+so (`NoStoreError`) and leaves the filesystem alone; only writers pass `create=True`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from meshpilot.config.kinds import Kind
+from meshpilot.errors import MeshpilotError
+from meshpilot.store.directory import DirectoryStore, StoreError
+from meshpilot.store.store_dir import MARKER
+
+__all__ = ["NoStoreError", "StoreUrlError", "open_store", "store_path"]
+
+# RFC 3986 scheme followed by "://"; a bare "c:" or "name:x" stays a directory name.
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_DIRECTORY_SCHEMES = frozenset({"file"})
+
+
+class StoreUrlError(MeshpilotError):
+    """A store URL names a backend that is not supported (yet), or is malformed."""
+
+
+class NoStoreError(MeshpilotError):
+    """A read found no store at the path (nothing was created)."""
+
+
+def store_path(url: str) -> Path:
+    """The directory a store URL names: a plain path or `file://`; other schemes refused."""
+    match = _URL.match(url)
+    if match is None:
+        if not url.strip():
+            raise StoreUrlError("empty store path: give a directory")
+        return Path(url).expanduser()
+    scheme = match.group(1).lower()
+    if scheme not in _DIRECTORY_SCHEMES:
+        raise StoreUrlError(
+            f"store URL scheme {match.group(1)!r} is not supported yet; give a directory "
+            f"(a path or file:///path), not {url!r}"
+        )
+    parts = urlsplit(url)
+    if parts.netloc not in ("", "localhost") or not parts.path:
+        raise StoreUrlError(f"{url!r}: a file URL names a local directory: file:///path")
+    return Path(unquote(parts.path))
+
+
+def open_store(url: str, *, create: bool, skip_kinds: Collection[Kind] = ()) -> DirectoryStore:
+    """The store at `url`. `create=False` (reads): NoStoreError when there is none, and
+    nothing is created; `create=True` (writes): an absent store is created, 0700."""
+    path = store_path(url)
+    if not create and not (path / MARKER).exists():
+        try:
+            empty = not path.exists() or (path.is_dir() and not any(path.iterdir()))
+        except OSError as exc:
+            raise StoreError(f"{path}: cannot read the store: {exc.strerror}") from exc
+        if empty:
+            raise NoStoreError(f"no store at {path}: nothing has been applied there yet")
+    return DirectoryStore(path, create=create, skip_kinds=skip_kinds)
