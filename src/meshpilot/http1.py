@@ -17,6 +17,8 @@ from http import HTTPStatus
 from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
+from meshpilot import bounded_json
+
 __all__ = ["Request", "Response", "serve"]
 
 log = logging.getLogger(__name__)
@@ -39,7 +41,7 @@ class Request:
         return values[0] if values else None
 
     def json(self) -> Any:
-        return json.loads(self.body or b"{}")
+        return bounded_json.loads(self.body or b"{}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from meshpilot import bounded_json
 from meshpilot.gitops.controller.loop import PushEvent
 from meshpilot.gitops.errors import GitopsError
 
@@ -50,7 +50,7 @@ def parse_webhook(headers: Mapping[str, str], body: bytes, secrets: WebhookSecre
         if not hmac.compare_digest(token.encode(), secrets.gitlab.encode()):
             raise WebhookError("GitLab webhook token mismatch", 401)
     try:
-        payload = json.loads(body or b"{}")
+        payload = bounded_json.loads(body or b"{}")
     except ValueError:
         raise WebhookError("webhook payload is not JSON") from None
     if not isinstance(payload, dict):
