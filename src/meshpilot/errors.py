@@ -2,6 +2,7 @@
 
     MeshpilotError                 base of everything below
     ├── InputError                 a file could not be read or parsed at all (names the file)
+    │   └── YAMLInputError         (config/yaml_load.py) not YAML this reader takes: file:line
     ├── ProxyNotFoundError         --proxy names no Pod (or WorkloadEntry) in the input
     ├── EnvoyError                 the Envoy binary is missing or refused a configuration
     ├── CaptureConfigError         (capture/rules.py) istio-iptables flags that cannot work

@@ -32,6 +32,7 @@ from urllib.parse import parse_qs
 
 from pydantic import BaseModel, ValidationError
 
+from meshpilot import bounded_json
 from meshpilot.errors import MeshpilotError
 
 __all__ = [
@@ -111,14 +112,11 @@ class Request:
 def parse_json(raw: bytes, what: str = "request body") -> Any:
     """JSON from bytes; BadRequest when it is not JSON or nests deeper than MAX_JSON_DEPTH."""
     try:
-        data = json.loads(raw)
-    except RecursionError:
+        return bounded_json.loads(raw, MAX_JSON_DEPTH)
+    except bounded_json.JSONDepthError:
         raise BadRequest(f"{what} nests deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError as exc:  # (UnicodeDecodeError included)
         raise BadRequest(f"{what} is not JSON: {exc}") from None
-    if _depth_over(data, MAX_JSON_DEPTH):
-        raise BadRequest(f"{what} nests deeper than {MAX_JSON_DEPTH} levels")
-    return data
 
 
 def validate(model: type[M], data: Any, what: str = "request body") -> M:
@@ -136,22 +134,6 @@ def field_errors(exc: ValidationError, limit: int = 3) -> str:
         where = ".".join(str(part) for part in error["loc"])
         parts.append(f"field {where!r}: {error['msg']}" if where else str(error["msg"]))
     return "; ".join(parts)
-
-
-def _depth_over(data: Any, limit: int) -> bool:
-    """Does `data` nest lists and objects more than `limit` deep? (Iterative: a deep body
-    must not exhaust the stack of whatever walks it next.)"""
-    stack = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            value = list(value.values())
-        elif not isinstance(value, list):
-            continue
-        if depth > limit:
-            return True
-        stack.extend((item, depth + 1) for item in value if isinstance(item, dict | list))
-    return False
 
 
 @dataclass(frozen=True, slots=True)

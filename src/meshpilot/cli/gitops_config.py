@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 import yaml
 
+from meshpilot.config.yaml_load import YAMLInputError, load_yaml
 from meshpilot.security.files import write_private
 from meshpilot.settings import default_gitops_config
 
@@ -80,10 +81,10 @@ def given_token() -> str | None:
 def load_servers() -> dict[str, dict[str, str]]:
     path = _path()
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = load_yaml(path.read_text(encoding="utf-8"), str(path)) or {}
     except FileNotFoundError:
         return {}
-    except (OSError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError, YAMLInputError) as exc:
         raise click.ClickException(f"{path}: cannot read the login file: {exc}") from None
     servers = data.get("servers") if isinstance(data, dict) else None
     if not isinstance(servers, dict):

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from meshpilot.config.base import TopLevel
@@ -21,6 +20,7 @@ from meshpilot.config.mesh import MeshConfig
 from meshpilot.config.models import MODEL_BY_KIND
 from meshpilot.config.objects import ConfigObject
 from meshpilot.config.validation import validate_object
+from meshpilot.config.yaml_load import YAMLInputError, load_yaml
 from meshpilot.config.yaml_source import RawDocument, read_paths, read_text
 
 __all__ = ["LoadResult", "load_documents", "load_paths", "load_text", "parse_mesh_config"]
@@ -196,15 +196,16 @@ def _is_mesh_config_map(cm: ConfigMap) -> bool:
 def _set_mesh_text(text: str, origin: Origin, result: LoadResult) -> None:
     mesh_line = origin.line_of(("data", "mesh"))
     try:
-        data = yaml.safe_load(text) or {}
-    except yaml.YAMLError as exc:
+        data = load_yaml(text, "data.mesh") or {}
+    except YAMLInputError as exc:
+        problem = exc.message.removeprefix("invalid YAML: ")
         result.diagnostics.append(
             Diagnostic(
                 file=origin.file,
                 line=mesh_line,
                 kind="ConfigMap",
                 field="data.mesh",
-                message=f"invalid mesh YAML: {exc}",
+                message=f"invalid mesh YAML (line {exc.line} of data.mesh): {problem}",
             )
         )
         return

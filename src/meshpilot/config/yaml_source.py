@@ -12,15 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from meshpilot.config.diagnostics import Diagnostic
+from meshpilot.config.yaml_build import Position, build_stream
 from meshpilot.errors import InputError
 
 __all__ = ["RawDocument", "ReadResult", "read_documents", "read_paths", "read_text"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
-Position = tuple[str | int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,81 +37,14 @@ class ReadResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
-class _Builder:
-    """Turns composed nodes into Python values, noting positions and duplicate keys."""
-
-    def __init__(self, file: str) -> None:
-        self.file = file
-        self.positions: dict[Position, int] = {}
-        self.diagnostics: list[Diagnostic] = []
-        self._scalars = yaml.constructor.SafeConstructor()
-
-    def build(self, node: yaml.Node, path: Position) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                if key_node.tag == "tag:yaml.org,2002:merge":
-                    merged = self.build(value_node, path)
-                    for item in merged if isinstance(merged, list) else [merged]:
-                        if isinstance(item, dict):
-                            out.update({k: v for k, v in item.items() if k not in out})
-                    continue
-                key = self.build(key_node, path)
-                if not isinstance(key, str | int | float | bool) or key is None:
-                    key = str(key)
-                key_path = (*path, str(key))
-                if key in out:
-                    self.diagnostics.append(
-                        Diagnostic(
-                            file=self.file,
-                            line=key_node.start_mark.line + 1,
-                            message=f"duplicate key {key!r}; the later value is used",
-                        )
-                    )
-                self.positions[key_path] = key_node.start_mark.line + 1
-                out[key] = self.build(value_node, key_path)
-            return out
-        if isinstance(node, yaml.SequenceNode):
-            items = []
-            for index, item in enumerate(node.value):
-                item_path = (*path, index)
-                self.positions[item_path] = item.start_mark.line + 1
-                items.append(self.build(item, item_path))
-            return items
-        value = self._scalars.construct_object(node, deep=True)
-        # Timestamps and binary become strings: Kubernetes objects carry them as text.
-        if not isinstance(value, str | int | float | bool) and value is not None:
-            return node.value
-        return value
-
-
 def read_text(text: str, file: str) -> ReadResult:
-    """Parse every document in `text`; a syntax error becomes one diagnostic for the file."""
-    result = ReadResult()
-    try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 1
-        problem = exc.problem or str(exc)
-        result.diagnostics.append(
-            Diagnostic(file=file, line=line, message=f"invalid YAML: {problem}")
-        )
-        return result
-    except yaml.YAMLError as exc:
-        result.diagnostics.append(Diagnostic(file=file, line=1, message=f"invalid YAML: {exc}"))
-        return result
-    for node in nodes:
-        if node is None:
-            continue
-        builder = _Builder(file)
-        data = builder.build(node, ())
-        result.diagnostics.extend(builder.diagnostics)
-        if data is None:
-            continue
-        result.documents.extend(
-            _split_lists(file, node.start_mark.line + 1, data, builder.positions)
-        )
+    """Parse every document in `text`. A syntax error, and a document that cannot be built
+    (bad tag, too many aliases, too deep: see yaml_build), is a diagnostic naming the line."""
+    stream = build_stream(text, file)
+    result = ReadResult(diagnostics=stream.diagnostics)
+    for doc in stream.documents:
+        if doc.data is not None:
+            result.documents.extend(_split_lists(file, doc.line, doc.data, doc.positions))
     return result
 
 
@@ -126,10 +57,14 @@ def _split_lists(
         and data.get("kind") == "List"
         and isinstance(data.get("items"), list)
     ):
+        # one pass over the positions: a long list must not cost items x positions
+        by_item: dict[Any, dict[Position, int]] = {}
+        for path, ln in positions.items():
+            if len(path) > 2 and path[0] == "items":
+                by_item.setdefault(path[1], {})[path[2:]] = ln
         for index, item in enumerate(data["items"]):
             prefix = ("items", index)
-            item_positions = {p[2:]: ln for p, ln in positions.items() if p[:2] == prefix}
-            yield RawDocument(file, positions.get(prefix, line), item, item_positions)
+            yield RawDocument(file, positions.get(prefix, line), item, by_item.get(index, {}))
         return
     yield RawDocument(file, line, data, positions)
 

@@ -252,16 +252,16 @@ class Enforcer:
 def load_policy_file(path: str) -> RbacPolicy:
     """An RBAC policy from a file: an argocd-rbac-cm ConfigMap (YAML), a mapping of its data
     keys, or a bare policy CSV."""
-    import yaml
+    from meshpilot.config.yaml_load import YAMLInputError, load_yaml
 
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise RbacConfigError(f"{path}: cannot read: {exc.strerror}") from exc
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
-        data = None
+        data = load_yaml(text, path)
+    except YAMLInputError:
+        data = None  # a bare policy CSV
     if isinstance(data, dict):
         payload = data.get("data") if data.get("kind") == "ConfigMap" else data
         if isinstance(payload, dict) and all(isinstance(v, str) for v in payload.values()):

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
+from meshpilot.config.yaml_load import YAMLInputError, load_yaml
 from meshpilot.errors import MeshpilotError
 from meshpilot.security.certs import (
     Signer,
@@ -145,8 +145,10 @@ def _read_dir(path: Path) -> dict[str, bytes]:
 
 def _read_secret(path: Path) -> dict[str, bytes]:
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        doc = load_yaml(path.read_text(encoding="utf-8"), str(path))
+    except YAMLInputError as exc:
+        raise CaError(f"{exc} (not a readable YAML Secret)") from None
+    except (OSError, UnicodeDecodeError) as exc:
         raise CaError(f"{path}: not a readable YAML Secret: {type(exc).__name__}") from exc
     if not isinstance(doc, Mapping) or doc.get("kind") != "Secret":
         raise CaError(f"{path}: expected a Kubernetes Secret (kind: Secret) in the cacerts layout")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from meshpilot import bounded_json
 from meshpilot.security.files import dir_lock, ensure_private_dir, write_private
 from meshpilot.security.identity import IdentityError, SpiffeId
 
@@ -131,7 +132,7 @@ class TokenAuthority:
             raise TokenError("the token is not a JWT (three dot-separated parts)")
         try:
             # Our own tokens carry exactly _HEADER: parse only another header.
-            header = _HEADER if parts[0] == _HEADER_B64 else json.loads(_unb64(parts[0]))
+            header = _HEADER if parts[0] == _HEADER_B64 else bounded_json.loads(_unb64(parts[0]))
             signature = _unb64(parts[2])
         except (ValueError, binascii.Error):
             raise TokenError("the token is not a JWT (bad base64 or JSON)") from None
@@ -140,7 +141,7 @@ class TokenAuthority:
         if not hmac.compare_digest(signature, self._mac(f"{parts[0]}.{parts[1]}")):
             raise TokenError("the token's signature is invalid (not issued by this control plane)")
         try:
-            claims = json.loads(_unb64(parts[1]))
+            claims = bounded_json.loads(_unb64(parts[1]))
             return _claims(claims, now or dt.datetime.now(dt.UTC))
         except (ValueError, binascii.Error, KeyError, TypeError, AttributeError) as exc:
             if isinstance(exc, TokenError):

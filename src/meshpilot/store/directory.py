@@ -54,7 +54,7 @@ from meshpilot.store.writes import (
     DeleteResult,
     prepare_manifest,
 )
-from meshpilot.store.yaml_files import YAMLError, dump_manifest, load_manifest
+from meshpilot.store.yaml_files import YAMLInputError, dump_manifest, load_manifest
 
 __all__ = ["DirectoryStore", "StoreError"]
 
@@ -283,10 +283,13 @@ class DirectoryStore:
 
     def _read_file(self, key: ConfigKey) -> Manifest | None:
         try:
-            data = load_manifest(self._path(key).read_text(encoding="utf-8"))
+            path = self._path(key)
+            data = load_manifest(path.read_text(encoding="utf-8"), str(path))
         except FileNotFoundError:
             return None
-        except (OSError, YAMLError) as exc:
+        except YAMLInputError as exc:
+            raise StoreError(f"{exc}: cannot read the stored object") from None
+        except (OSError, UnicodeDecodeError) as exc:
             raise StoreError(f"{self._path(key)}: cannot read the stored object: {exc}") from exc
         return data if isinstance(data, dict) else None
 

@@ -1,6 +1,7 @@
-"""YAML for the store's object files: libyaml when PyYAML was built with it (the
-pure-Python loader and dumper are several times slower, and every drift check reads);
-objects of the usual shape are written without PyYAML's representer (yaml_emit.py)."""
+"""YAML for the store's object files: read with the loader's bounded reader (libyaml, and
+a file someone edited by hand cannot expand aliases without bound or raise past the store);
+written with libyaml's dumper when PyYAML was built with it (the pure-Python one is several
+times slower), and objects of the usual shape without PyYAML's representer (yaml_emit.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,17 @@ from typing import Any
 
 import yaml
 
+from meshpilot.config.yaml_load import YAMLInputError, load_yaml
 from meshpilot.store.yaml_emit import emit_block_yaml
 
-__all__ = ["YAMLError", "dump_manifest", "load_manifest"]
+__all__ = ["YAMLInputError", "dump_manifest", "load_manifest"]
 
-YAMLError = yaml.YAMLError
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def load_manifest(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)
+def load_manifest(text: str, file: str) -> Any:
+    """The file's one document; YAMLInputError names file and line."""
+    return load_yaml(text, file)
 
 
 def dump_manifest(manifest: dict[str, Any]) -> str:

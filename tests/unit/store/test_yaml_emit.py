@@ -117,8 +117,8 @@ def test_every_example_and_corpus_object_reads_back_unchanged() -> None:
         text = emit_block_yaml(doc)
         if text is not None:
             written += 1
-            assert load_manifest(text) == doc, text
-        assert load_manifest(dump_manifest(doc)) == doc
+            assert load_manifest(text, "t.yaml") == doc, text
+        assert load_manifest(dump_manifest(doc), "t.yaml") == doc
     assert written >= len(docs) * 0.9  # the fast path is the common path
 
 
@@ -129,8 +129,8 @@ def test_random_documents_read_back_unchanged(seed: int) -> None:
         doc = {rng.choice(TRICKY) or "k": _random_value(rng, 0) for _ in range(4)}
         text = emit_block_yaml(doc)
         if text is not None:
-            assert load_manifest(text) == doc, text
-        assert load_manifest(dump_manifest(doc)) == doc
+            assert load_manifest(text, "t.yaml") == doc, text
+        assert load_manifest(dump_manifest(doc), "t.yaml") == doc
 
 
 def test_every_tricky_string_as_key_and_value() -> None:
@@ -138,8 +138,8 @@ def test_every_tricky_string_as_key_and_value() -> None:
         doc = {text: text, "list": [text, {text: [text]}]}
         out = emit_block_yaml(doc)
         if out is not None:
-            assert load_manifest(out) == doc, out
-        assert load_manifest(dump_manifest(doc)) == doc
+            assert load_manifest(out, "t.yaml") == doc, out
+        assert load_manifest(dump_manifest(doc), "t.yaml") == doc
 
 
 def test_layout_matches_pyyaml_for_plain_manifests() -> None:
@@ -160,6 +160,6 @@ def test_layout_matches_pyyaml_for_plain_manifests() -> None:
 def test_what_it_leaves_to_pyyaml() -> None:
     for doc in ({"f": 1.5}, {"s": "two\nlines"}, {1: "int key"}, {"k" * 129: 1}, {"t": (1,)}):
         assert emit_block_yaml(doc) is None
-        assert load_manifest(dump_manifest(doc)) == {
+        assert load_manifest(dump_manifest(doc), "t.yaml") == {
             k: list(v) if isinstance(v, tuple) else v for k, v in doc.items()
         }

@@ -3,9 +3,9 @@ ValidateJwksURI), plus a parse check of inline JWKS, which Envoy would otherwise
 
 from __future__ import annotations
 
-import json
 from urllib.parse import urlsplit
 
+from meshpilot import bounded_json
 from meshpilot.config.istio.request_authentication import JWTRule, RequestAuthentication
 from meshpilot.config.validation.common import Path, Problems, check_selector, quoted
 
@@ -83,7 +83,7 @@ def jwks_uri_error(uri: str) -> str | None:
 
 def _jwks_error(text: str) -> str | None:
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)
     except ValueError as exc:
         return f"jwks is not valid JSON: {exc.args[0] if exc.args else exc}"
     keys = data.get("keys") if isinstance(data, dict) else None

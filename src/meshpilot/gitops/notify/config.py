@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from meshpilot.config.yaml_load import YAMLInputError, load_yaml, load_yaml_all
 from meshpilot.gitops.errors import GitopsError
 from meshpilot.gitops.notify.events import EventType
 
@@ -120,9 +119,9 @@ def parse_notifications(
         if text is None:
             return {}
         try:
-            value = yaml.safe_load(str(text)) if isinstance(text, str) else text
-        except yaml.YAMLError as exc:
-            raise NotificationConfigError(f"{where}: data.{key}: invalid YAML: {exc}") from None
+            value = load_yaml(text, f"data.{key}") if isinstance(text, str) else text
+        except YAMLInputError as exc:
+            raise NotificationConfigError(f"{where}: {exc}") from None
         if value is None:
             return {}
         if not isinstance(value, dict):
@@ -167,11 +166,11 @@ def load_notifications_file(path: str | Path) -> NotificationConfig:
     """A YAML file with the ConfigMap (and optionally the Secret) as documents."""
     file = Path(path)
     try:
-        docs = [d for d in yaml.safe_load_all(file.read_text(encoding="utf-8")) if d]
+        docs = [d for d in load_yaml_all(file.read_text(encoding="utf-8"), str(file)) if d]
     except OSError as exc:
         raise NotificationConfigError(f"{file}: cannot read: {exc.strerror}") from None
-    except yaml.YAMLError as exc:
-        raise NotificationConfigError(f"{file}: invalid YAML: {exc}") from None
+    except YAMLInputError as exc:
+        raise NotificationConfigError(str(exc)) from None
     configmaps = [d for d in docs if isinstance(d, dict) and d.get("kind") == "ConfigMap"]
     secrets = [d for d in docs if isinstance(d, dict) and d.get("kind") == "Secret"]
     if not configmaps:
@@ -195,9 +194,9 @@ def _subscriptions(text: Any, where: str) -> tuple[Subscription, ...]:
     if text is None:
         return ()
     try:
-        items = yaml.safe_load(text) if isinstance(text, str) else text
-    except yaml.YAMLError as exc:
-        raise NotificationConfigError(f"{where}: data.subscriptions: invalid YAML: {exc}") from None
+        items = load_yaml(text, "data.subscriptions") if isinstance(text, str) else text
+    except YAMLInputError as exc:
+        raise NotificationConfigError(f"{where}: {exc}") from None
     if not isinstance(items, Sequence) or isinstance(items, str):
         raise NotificationConfigError(f"{where}: data.subscriptions: expected a list")
     out = []

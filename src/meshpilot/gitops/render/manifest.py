@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from meshpilot.config.yaml_source import Position, read_text
+from meshpilot.config.yaml_build import Position
+from meshpilot.config.yaml_source import read_text
 from meshpilot.gitops.render.errors import ManifestParseError
 
 __all__ = ["Manifest", "parse_manifests"]

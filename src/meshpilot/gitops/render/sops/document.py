@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import yaml
-
+from meshpilot import bounded_json
+from meshpilot.config.yaml_load import YAMLInputError, load_yaml
 from meshpilot.gitops.render.sops import age
 from meshpilot.gitops.render.sops.values import (
     Leaf,
@@ -62,26 +61,19 @@ class SopsMetadata:
         return encrypted
 
 
-class _TextTimestamps(yaml.SafeLoader):
-    """SafeLoader that keeps timestamps as text, as SOPS does for `lastmodified`."""
-
-
-_TextTimestamps.yaml_implicit_resolvers = {
-    k: [r for r in v if r[0] != "tag:yaml.org,2002:timestamp"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
 def load_tree(text: str, file: str) -> Any:
-    """Parse a YAML or JSON file the way SOPS sees it (one document)."""
+    """Parse a YAML or JSON file the way SOPS sees it (one document; timestamps stay text,
+    as SOPS keeps `lastmodified`), through the bounded readers a repository's file needs."""
     try:
         if file.endswith(".json"):
-            return json.loads(text)
-        return yaml.load(text, Loader=_TextTimestamps)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else getattr(exc, "lineno", 1)
-        raise SopsError(f"{file}:{line}: invalid YAML/JSON in SOPS file") from None
+            return bounded_json.loads(text)
+        return load_yaml(text, file)
+    except YAMLInputError as exc:
+        problem = exc.message.removeprefix("invalid YAML: ")
+        raise SopsError(f"{file}:{exc.line}: invalid YAML/JSON in SOPS file: {problem}") from None
+    except ValueError as exc:
+        line = getattr(exc, "lineno", 1)
+        raise SopsError(f"{file}:{line}: invalid YAML/JSON in SOPS file: {exc}") from None
 
 
 def is_sops_document(data: Any) -> bool:
