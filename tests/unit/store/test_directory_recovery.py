@@ -53,7 +53,8 @@ def file_values(root: Path) -> dict[str, int]:
     out: dict[str, int] = {}
     for key in KEYS:
         path = object_path(root, key)
-        value = load_manifest(path.read_text(), str(path))["data"]["k"] if path.exists() else "(none)"
+        exists = path.exists()
+        value = load_manifest(path.read_text(), str(path))["data"]["k"] if exists else "(none)"
         out[value] = out.get(value, 0) + 1
     return out
 
