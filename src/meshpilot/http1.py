@@ -169,7 +169,7 @@ async def serve(
     refusal: Refusal = refuse or _text_refusal
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        method, unread = "GET", False
+        method = "GET"
         try:
             try:
                 head = await _read_head(reader)
@@ -178,18 +178,17 @@ async def serve(
                 method = head.method  # (a refused HEAD request gets no body either)
                 request = await _read_body(reader, head, max_body)
             except HttpError as exc:
-                response, unread = refusal(str(exc), exc.status), True
+                response = refusal(str(exc), exc.status)
             except Exception as exc:  # a bug in reading: still an answer, and one log line
                 _log_failure("reading a request", exc)
-                response, unread = refusal("internal error (see the server log)", 500), True
+                response = refusal("internal error (see the server log)", 500)
             else:
                 response = await _answer(handler, request, refusal)
             writer.write(_head(response))
             if method != "HEAD":
                 writer.write(response.body)
             await writer.drain()
-            if unread:
-                await _linger(reader, writer)
+            await _linger(reader, writer)
         except ConnectionError:
             pass  # the client went away: nobody to answer
         finally:
@@ -199,10 +198,10 @@ async def serve(
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """After refusing a request whose body was not read: end our side, then read what the
-    client still sends (a bounded amount, for a bounded time) before closing. Closing with
-    unread bytes resets the connection, and a reset can discard the refusal before the
-    client reads it."""
+    """After the answer (every connection closes after one): end our side, then read what
+    the client still sends, a refused body or bytes past the request, for a bounded amount
+    and time before closing. Closing with unread bytes resets the connection, and a reset
+    can discard the answer before the client reads it."""
     writer.write_eof()
     left = _LINGER_BYTES
     try:
