@@ -187,12 +187,14 @@ def test_translate_and_analyze_report_and_fail_closed(tmp_path: Path) -> None:
     assert "ns[foo]-policy[allow-sleep]-invalid-deny-all" in result.stdout
     analyzed = _run("analyze", *args)
     assert analyzed.returncode == 1
-    assert "sourceWorkloads: unknown field 'sourceWorkloads'; failing closed" in analyzed.stderr
+    # findings on stdout (a report file keeps them), the summary on stderr
+    assert "sourceWorkloads: unknown field 'sourceWorkloads'; failing closed" in analyzed.stdout
     assert (
         "warning: AuthorizationPolicy foo/allow-sleep: spec: invalid, no last good version ("
-        in analyzed.stderr
+        in analyzed.stdout
     )
-    assert "1 workload(s) affected: httpbin-v1-5f6b8d7c9-abcde.foo" in analyzed.stderr
+    assert "1 workload(s) affected: httpbin-v1-5f6b8d7c9-abcde.foo" in analyzed.stdout
+    assert "1 error, 1 warning" in analyzed.stderr
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
