@@ -245,8 +245,9 @@ def parse_request(raw: bytes) -> discovery_pb2.DiscoveryRequest | Subscription |
     that the server cannot serve, is `Malformed` (xds/request_shape.py).
 
     An ACK repeats the whole subscription (for EDS, thousands of cluster names, which a
-    parse and a set per ACK would turn into seconds of CPU per push to many proxies): the bytes that carry the names are looked up instead, and only the version,
-    type URL and nonce are read. What is looked up was remembered from a full parse that
+    parse and a set per ACK would turn into seconds of CPU per push to many proxies): the
+    bytes that carry the names are looked up instead, and only the version, type URL and
+    nonce are read. What is looked up was remembered from a full parse that
     checked the layout and the names; anything else is parsed."""
     try:
         return _parse_request(raw)
