@@ -29,6 +29,12 @@ class Notifier:
 
     def __init__(self, paths: Sequence[str], settle_s: float = 0.01) -> None:
         self._paths = paths
+        # Only files given: only their own events wake (the store's journal shares its
+        # directory with the write-ahead intent and the lock, both written on every write).
+        given = [Path(p) for p in paths]
+        self._only = (
+            {os.fsencode(p.name) for p in given} if not any(p.is_dir() for p in given) else None
+        )
         self.settle_s = settle_s  # the longest wait for a write in progress to finish
         self._fd = -1
         self._event = asyncio.Event()
@@ -66,29 +72,38 @@ class Notifier:
                 self._libc.inotify_add_watch(self._fd, os.fsencode(d), self._MASK)
 
     def _on_readable(self) -> None:
+        relevant = False
         with contextlib.suppress(OSError):
             while chunk := os.read(self._fd, 65536):
-                self._note(chunk)
-        self._woke = True
-        self._add_watches()  # new subdirectories (re-adding a watch is a no-op)
-        self._event.set()
+                relevant = self._note(chunk) or relevant
+        if relevant:
+            self._woke = True
+            self._add_watches()  # new subdirectories (re-adding a watch is a no-op)
+            self._event.set()
 
-    def _note(self, chunk: bytes) -> None:
+    def _note(self, chunk: bytes) -> bool:
         """Track the files being written: created or modified and not closed yet (struct
-        inotify_event: wd, mask, cookie, len, then the name)."""
+        inotify_event: wd, mask, cookie, len, then the name); whether any event concerns
+        what is watched."""
+        relevant = False
         i = 0
         while i + 16 <= len(chunk):
             wd, mask, _, size = struct.unpack_from("iIII", chunk, i)
             name = (wd, chunk[i + 16 : i + 16 + size].rstrip(b"\0"))
             i += 16 + size
             if mask & _IN_Q_OVERFLOW:
-                self._lost = True  # events were dropped: nothing is known complete
-            elif mask & _IN_ISDIR:
+                self._lost = relevant = True  # events were dropped: nothing is known complete
                 continue
-            elif mask & (_IN_MODIFY | _IN_CREATE):
+            if self._only is not None and name[1] not in self._only:
+                continue
+            relevant = True
+            if mask & _IN_ISDIR:
+                continue
+            if mask & (_IN_MODIFY | _IN_CREATE):
                 self._writing.add(name)
             elif mask & (_IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_DELETE):
                 self._writing.discard(name)
+        return relevant
 
     @property
     def settled(self) -> bool:
