@@ -32,9 +32,8 @@ class Notifier:
         # Only files given: only their own events wake (the store's journal shares its
         # directory with the write-ahead intent and the lock, both written on every write).
         given = [Path(p) for p in paths]
-        self._only = (
-            {os.fsencode(p.name) for p in given} if not any(p.is_dir() for p in given) else None
-        )
+        files_only = given and not any(p.is_dir() for p in given)
+        self._only = {os.fsencode(p.name) for p in given} if files_only else None
         self.settle_s = settle_s  # the longest wait for a write in progress to finish
         self._fd = -1
         self._event = asyncio.Event()
