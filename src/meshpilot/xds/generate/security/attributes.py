@@ -78,13 +78,16 @@ def _trust_domain(_: str, value: str) -> Principal:
 
 
 def _namespace(_: str, value: str) -> Principal:
-    return _authenticated(m.regex_matcher(f".*/ns/{value.replace('*', '.*')}/.*"))
+    """`.*/ns/<ns>/.*`, `*` as `.*` and the rest literal: `a.b` must not admit `aXb`."""
+    ns = ".*".join(m.quote_meta(part) for part in value.split("*"))
+    return _authenticated(m.regex_matcher(f".*/ns/{ns}/.*"))
 
 
 def _service_account(policy_namespace: str) -> Callable[[str, str], Principal]:
     def build(_: str, value: str) -> Principal:
         ns, _sep, sa = value.rpartition("/")
-        regex = f"spiffe://.+/ns/{ns or policy_namespace}/(.+/|)sa/{sa}(/.+)?"
+        ns, sa = m.quote_meta(ns or policy_namespace), m.quote_meta(sa)
+        regex = f"spiffe://.+/ns/{ns}/(.+/|)sa/{sa}(/.+)?"
         return _authenticated(m.regex_matcher(regex))
 
     return build

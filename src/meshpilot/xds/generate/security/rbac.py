@@ -5,7 +5,8 @@ ALLOW. HTTP chains get `envoy.filters.http.rbac` inside the HCM; TCP chains get
 `envoy.filters.network.rbac` (stat prefix `tcp.`) before tcp_proxy. Each rule is one RBAC
 policy named `ns[<ns>]-policy[<name>]-rule[<i>]`; a policy without rules gets one policy
 that never matches, so ALLOW with no rules denies everything. Policies annotated
-`istio.io/dry-run: "true"` go to shadow rules (stats `istio_dry_run_allow_` / `_deny_`).
+`istio.io/dry-run: "true"` go to shadow rules (stats `istio_dry_run_allow_` / `_deny_`,
+set as Istio sets them: see RbacRules.shadow_stat_prefix).
 
 CUSTOM needs an extension provider (ext_authz), which meshpilot does not have: as Istio
 does for an unknown provider, matching requests are denied (policy names end with
@@ -68,10 +69,17 @@ class RbacRules:
 
     rules: rbac_pb2.RBAC | None
     shadow: rbac_pb2.RBAC | None
+    bad_custom: bool = False
 
     @property
     def shadow_stat_prefix(self) -> str:
-        return _SHADOW_PREFIX.get(self.shadow.action, "") if self.shadow is not None else ""
+        """As Istio's shadowRuleStatPrefix, which reads the action of absent shadow rules as
+        ALLOW (Go's zero value): `istio_dry_run_allow_` also on filters without dry-run
+        policies; none on AUDIT with dry-run policies or on the bad-CUSTOM deny filter."""
+        if self.bad_custom:
+            return ""
+        action = self.shadow.action if self.shadow is not None else rbac_pb2.RBAC.ALLOW
+        return _SHADOW_PREFIX.get(action, "")
 
 
 def policy_name(namespace: str, name: str, rule: int, provider: str | None = None) -> str:
@@ -121,7 +129,7 @@ def _bad_custom(rules: RbacRules | None) -> RbacRules | None:
     deny = rbac_pb2.RBAC(action=rbac_pb2.RBAC.DENY)
     for name, policy in rules.rules.policies.items():
         deny.policies[name + _BAD_CUSTOM_SUFFIX].CopyFrom(policy)
-    return RbacRules(deny, None)
+    return RbacRules(deny, None, bad_custom=True)
 
 
 def _actions(security: WorkloadSecurity, tcp: bool, tds: Sequence[str]) -> list[RbacRules]:

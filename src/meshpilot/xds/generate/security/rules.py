@@ -29,6 +29,7 @@ from meshpilot.xds.generate.security.attributes import (
 )
 from meshpilot.xds.generate.security.trust_domain import (
     DEFAULT_TRUST_DOMAIN,
+    expand_trust_domains,
     with_trust_domain_aliases,
 )
 
@@ -80,6 +81,9 @@ def _field(
     if key == "source.principal":  # Istio's MigrateTrustDomain
         values = with_trust_domain_aliases(values or (), trust_domains)
         not_values = with_trust_domain_aliases(not_values or (), trust_domains)
+    elif key == "source.trustDomain":  # Istio's ExpandTrustDomainAliases
+        values = expand_trust_domains(values or (), trust_domains)
+        not_values = expand_trust_domains(not_values or (), trust_domains)
     return RuleField(key, tuple(values or ()), tuple(not_values or ()), attribute)
 
 
