@@ -1,5 +1,6 @@
 """The Istio-shaped RBAC output runs in a real Envoy: escaped namespace, service-account and
-principal regexes compile (RE2) and match nothing a plaintext client can present, and a
+principal regexes compile (RE2) and match nothing a plaintext client can present, a grouped
+Envoy metadata matcher is accepted and matches no request without that metadata, and a
 dry-run DENY counts under Istio's shadow stat prefix without refusing the request."""
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ spec:
     - source: {principals: ['*.example/ns/a/sa/[b]']}
   - to:
     - operation: {paths: ['/open*']}
+  - when:
+    - {key: 'experimental.envoy.filters.a.b[c]', values: [x, '[y]'], notValues: [z]}
 ---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy

@@ -172,3 +172,46 @@ def test_bad_custom_deny_filter_has_no_shadow_prefix() -> None:
     )
     for config in (*http, *tcp):
         assert "shadow_rules_stat_prefix" not in config, config
+
+
+def _metadata_rules(when: str) -> list[dict[str, Any]]:
+    policy = rule_policy(rule(f"when: [{when}]"), "foo", tcp=False, allow=True)
+    assert policy is not None
+    rules: list[dict[str, Any]] = as_dict(policy)["permissions"][0]["and_rules"]["rules"]
+    return rules
+
+
+def test_envoy_metadata_values_share_one_matcher() -> None:
+    """Istio's extended-allow-full-rule-out.yaml: one metadata permission, an or_match of
+    the values; notValues as not_rule of one metadata permission."""
+    rules = _metadata_rules(
+        "{key: 'experimental.envoy.filters.a.b[c]', values: [exact, 'prefix-*', '[v]'],"
+        " notValues: [not-exact]}"
+    )
+    path = [{"key": "c"}]
+    assert rules == [
+        {
+            "metadata": {
+                "filter": "envoy.filters.a.b",
+                "path": path,
+                "value": {
+                    "or_match": {
+                        "value_matchers": [
+                            {"string_match": {"exact": "exact"}},
+                            {"string_match": {"prefix": "prefix-"}},
+                            {"list_match": {"one_of": {"string_match": {"exact": "v"}}}},
+                        ]
+                    }
+                },
+            }
+        },
+        {
+            "not_rule": {
+                "metadata": {
+                    "filter": "envoy.filters.a.b",
+                    "path": path,
+                    "value": {"string_match": {"exact": "not-exact"}},
+                }
+            }
+        },
+    ]

@@ -38,10 +38,11 @@ class Attribute:
     permission: Callable[[str, str], Permission] | None = None
     principal: Callable[[str, str], Principal] | None = None
     group: Callable[[str, Sequence[str]], Principal] | None = None
+    permission_group: Callable[[str, Sequence[str]], Permission] | None = None
 
     @property
     def is_permission(self) -> bool:
-        return self.permission is not None
+        return self.permission is not None or self.permission_group is not None
 
 
 def principal_or(ids: Sequence[Principal]) -> Principal:
@@ -160,19 +161,28 @@ def _path(_: str, value: str) -> Permission:
     return Permission(url_path=m.path_matcher(value))
 
 
-def _envoy_metadata(key: str, value: str) -> Permission:
-    """`experimental.envoy.filters.a.b[c]`: metadata `c` of filter `envoy.filters.a.b`;
-    a value `[v]` matches inside a list."""
+def _envoy_metadata(key: str, values: Sequence[str]) -> Permission:
+    """`experimental.envoy.filters.a.b[c]`: metadata `c` of filter `envoy.filters.a.b`,
+    one matcher for all values (a value `[v]` matches inside a list), as Istio's
+    extendedPermission: an or_match of 2+ values, the value matcher itself for one."""
     filter_name, _sep, rest = key.removeprefix("experimental.").partition("[")
     path = [metadata_pb2.MetadataMatcher.PathSegment(key=rest.removesuffix("]"))]
-    if value.startswith("[") and value.endswith("]"):
-        inner = value_pb2.ValueMatcher(string_match=m.string_matcher(value[1:-1]))
-        match = value_pb2.ValueMatcher(list_match=value_pb2.ListMatcher(one_of=inner))
-    else:
-        match = value_pb2.ValueMatcher(string_match=m.string_matcher(value))
+    matchers = [_metadata_value(v) for v in values]
+    match = (
+        matchers[0]
+        if len(matchers) == 1
+        else value_pb2.ValueMatcher(or_match=value_pb2.OrMatcher(value_matchers=matchers))
+    )
     return Permission(
         metadata=metadata_pb2.MetadataMatcher(filter=filter_name, path=path, value=match)
     )
+
+
+def _metadata_value(value: str) -> value_pb2.ValueMatcher:
+    if value.startswith("[") and value.endswith("]"):
+        inner = value_pb2.ValueMatcher(string_match=m.string_matcher(value.strip("[]")))
+        return value_pb2.ValueMatcher(list_match=value_pb2.ListMatcher(one_of=inner))
+    return value_pb2.ValueMatcher(string_match=m.string_matcher(value))
 
 
 ATTRIBUTES: dict[str, Attribute] = {
@@ -187,7 +197,7 @@ ATTRIBUTES: dict[str, Attribute] = {
     "connection.sni": Attribute(
         permission=lambda _, v: Permission(requested_server_name=m.string_matcher(v))
     ),
-    "experimental.envoy.filters.": Attribute(permission=_envoy_metadata),
+    "experimental.envoy.filters.": Attribute(permission_group=_envoy_metadata),
     # principals: who asks
     "source.principal": Attribute(principal=_principal_name),
     "source.trustDomain": Attribute(principal=_trust_domain),

@@ -136,6 +136,13 @@ def _permission_set(fields: list[RuleField], tcp: bool, strict: bool) -> Permiss
             if strict:
                 raise HttpOnly(f.key)
             continue
+        group = f.attribute.permission_group
+        if group is not None:  # one matcher for all values (Istio's extendedPermission)
+            if f.values:
+                rules.append(group(f.key, f.values))
+            if f.not_values:
+                rules.append(Permission(not_rule=group(f.key, f.not_values)))
+            continue
         build = f.attribute.permission
         assert build is not None
         if f.values:
