@@ -46,7 +46,7 @@ from meshpilot.proxyinfo import (
 )
 from meshpilot.proxyinfo.ecds import ecds_table
 from meshpilot.proxyinfo.from_file import NO_ENDPOINTS, from_file, has_endpoints
-from meshpilot.proxyinfo.secrets import secret_detail_table
+from meshpilot.proxyinfo.secrets import secret_summary
 
 __all__ = ["proxy_config"]
 
@@ -224,10 +224,9 @@ def secret(request: _Request, wide: bool) -> None:
     """Secrets: certificate chains and trust bundles, validity, serial numbers and dates, as
     istioctl shows them. Private keys are never shown."""
     data = request.fetch()
-    table = secret_detail_table if wide else secret_table
     request.emit(
         data,
-        lambda: table(data.dump).render(),
+        lambda: secret_summary(data.dump, wide),
         lambda: data.dump.section("SecretsConfigDump"),
     )
 

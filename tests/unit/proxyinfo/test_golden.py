@@ -70,3 +70,11 @@ def test_endpoint_filter_reads_internal_addresses() -> None:
     table = _table("ep", "-f", str(GOLDEN / "clusters.json"), "--status", "HEALTHY", "--port", "0")
     assert "envoy://connect_originate/10.10.0.20:80" in table
     assert "unix://./etc/istio/proxy/XDS" in table
+
+
+def test_a_dump_without_secrets_prints_istioctls_line(tmp_path: Path) -> None:
+    dump = json.loads(Path(DUMP).read_text())
+    dump["configs"] = [c for c in dump["configs"] if not c["@type"].endswith("SecretsConfigDump")]
+    path = tmp_path / "dump.json"
+    path.write_text(json.dumps(dump))
+    assert _table("secret", "-f", str(path)) == "No active or warming secrets found.\n"
