@@ -94,24 +94,27 @@ def _admin_rows(status: JsonObject) -> list[EndpointRow]:
 
 
 def _locality(locality: JsonObject) -> str:
-    """Istio's LocalityToString: region/zone/subzone, as far as they are set."""
+    """Istio's LocalityToString: region, then /zone, then /subzone; stops at an unset zone."""
     region, zone, sub_zone = (text(locality, key) for key in ("region", "zone", "sub_zone"))
     if not zone:
         return region
     return f"{region}/{zone}/{sub_zone}" if sub_zone else f"{region}/{zone}"
 
 
+def _declared_row(cluster: str, where: str, lb_endpoint: JsonObject) -> EndpointRow:
+    address, port, has_port = _address(obj(lb_endpoint, "endpoint", "address"), "")
+    # istioctl prints the declared status; proto JSON omits the default, UNKNOWN
+    status = text(lb_endpoint, "health_status") or "UNKNOWN"
+    return EndpointRow(address, port, status, where, cluster, has_port)
+
+
 def _declared_rows(assignment: JsonObject) -> list[EndpointRow]:
-    rows = []
-    for group in objs(assignment, "endpoints"):
-        where = _locality(obj(group, "locality"))
-        for lb_endpoint in objs(group, "lb_endpoints"):
-            address, port, has_port = _address(obj(lb_endpoint, "endpoint", "address"), "")
-            # istioctl prints the declared status; proto JSON omits the default, UNKNOWN
-            status = text(lb_endpoint, "health_status") or "UNKNOWN"
-            cluster = text(assignment, "cluster_name")
-            rows.append(EndpointRow(address, port, status, where, cluster, has_port))
-    return rows
+    cluster = text(assignment, "cluster_name")
+    return [
+        _declared_row(cluster, _locality(obj(group, "locality")), lb_endpoint)
+        for group in objs(assignment, "endpoints")
+        for lb_endpoint in objs(group, "lb_endpoints")
+    ]
 
 
 def _groups(data: ProxyData) -> list[tuple[JsonObject, list[EndpointRow]]]:
@@ -134,8 +137,26 @@ def _cluster_key(assignment: JsonObject) -> tuple[str, str, int, str]:
 
 
 def select_endpoints(data: ProxyData, where: EndpointFilter) -> list[JsonObject]:
-    """The raw cluster statuses (or assignments) with at least one matching endpoint."""
-    return [raw for raw, rows in _groups(data) if any(where.matches(r) for r in rows)]
+    """The raw cluster statuses with at least one matching endpoint; or, as istioctl does
+    for a config dump, the assignments cut to their matching endpoints, in table order."""
+    if data.cluster_statuses is not None:
+        return [raw for raw, rows in _groups(data) if any(where.matches(r) for r in rows)]
+    found = [_matching(cla, where) for cla in data.dump.endpoints()]
+    return sorted((cla for cla in found if _declared_rows(cla)), key=_cluster_key)
+
+
+def _matching(assignment: JsonObject, where: EndpointFilter) -> JsonObject:
+    cluster = text(assignment, "cluster_name")
+
+    def kept(group: JsonObject) -> JsonObject:
+        locality = _locality(obj(group, "locality"))
+        lb_endpoints = [
+            e for e in objs(group, "lb_endpoints")
+            if where.matches(_declared_row(cluster, locality, e))
+        ]  # fmt: skip
+        return {**group, "lb_endpoints": lb_endpoints}
+
+    return {**assignment, "endpoints": [kept(g) for g in objs(assignment, "endpoints")]}
 
 
 def endpoint_table(data: ProxyData, where: EndpointFilter) -> Table:

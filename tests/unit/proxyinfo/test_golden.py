@@ -78,3 +78,15 @@ def test_a_dump_without_secrets_prints_istioctls_line(tmp_path: Path) -> None:
     path = tmp_path / "dump.json"
     path.write_text(json.dumps(dump))
     assert _table("secret", "-f", str(path)) == "No active or warming secrets found.\n"
+
+
+def test_raw_endpoints_of_a_dump_keep_only_the_matching_ones() -> None:
+    """istioctl's `-o json` for a config dump: the assignments, cut to the matches."""
+    result = CliRunner().invoke(
+        proxy_config, ["ep", "-f", DUMP, "--status", "UNHEALTHY", "-o", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    [assignment] = json.loads(result.stdout)
+    assert assignment["cluster_name"] == "outbound|9080||reviews.default.svc.cluster.local"
+    kept = [e for group in assignment["endpoints"] for e in group["lb_endpoints"]]
+    assert [e["endpoint"]["address"]["socket_address"]["address"] for e in kept] == ["10.10.0.12"]
