@@ -30,6 +30,7 @@ from meshpilot.cli.proxy_status import proxy_status
 from meshpilot.proxyinfo import status
 from meshpilot.proxyinfo.clusters import COLUMNS as CLUSTER_COLUMNS
 from meshpilot.proxyinfo.endpoints import COLUMNS as ENDPOINT_COLUMNS
+from meshpilot.proxyinfo.endpoints import EDS_COLUMNS as EDS_ENDPOINT_COLUMNS
 from meshpilot.proxyinfo.listeners import VERBOSE_COLUMNS as LISTENER_COLUMNS
 from meshpilot.proxyinfo.routes import VERBOSE_COLUMNS as ROUTE_COLUMNS
 from meshpilot.proxyinfo.secrets import COLUMNS as SECRET_COLUMNS
@@ -216,9 +217,8 @@ def test_proxy_config_from_the_control_plane_matches_envoy(mesh: ProxyMesh) -> N
     table = _run(proxy_config, "endpoints", PROXY, *discovery, "--port", str(mesh.port))
     assert table.stdout.startswith("Source: control plane")
     cluster = f"outbound|{mesh.port}|v1|{WEB}"
-    assert [f"127.0.0.2:{mesh.port}", "HEALTHY", "-", cluster] in _rows(
-        table.stdout, ENDPOINT_COLUMNS
-    )
+    rows = _rows(table.stdout, EDS_ENDPOINT_COLUMNS)  # istioctl's config-dump table
+    assert [f"127.0.0.2:{mesh.port}", "HEALTHY", cluster] in [[r[0], r[1], r[3]] for r in rows]
     routes = _run(
         proxy_config, "routes", PROXY, *discovery, "--name", str(mesh.port), "--no-verbose"
     )
@@ -252,8 +252,10 @@ def test_proxy_config_file_reads_a_saved_envoy_config_dump(mesh: ProxyMesh, tmp_
         assert saved.stdout.startswith(f"Source: file {without_eds} (node sidecar~")
     cluster = f"outbound|{mesh.port}|v1|{WEB}"
     endpoints = _run(proxy_config, "ep", PROXY, "--file", str(with_eds), "--cluster", cluster)
-    assert _rows(endpoints.stdout, ENDPOINT_COLUMNS) == [
-        [f"127.0.0.2:{mesh.port}", "HEALTHY", "-", cluster]
-    ]
+    rows = _rows(endpoints.stdout, EDS_ENDPOINT_COLUMNS)
+    assert [[r[0], r[1], r[3]] for r in rows] == [[f"127.0.0.2:{mesh.port}", "HEALTHY", cluster]]
+    for source in (admin, ("--file", str(without_eds))):  # no ECDS yet: istioctl's empty table
+        ecds = _run(proxy_config, "ecds", PROXY, *source)
+        assert ecds.exit_code == 0 and ecds.stdout.split("\n", 1)[1] == "ECDS NAME     TYPE\n"
     missing = _run(proxy_config, "ep", PROXY, "--file", str(without_eds))
     assert missing.exit_code == 1 and "only when asked with ?include_eds" in missing.stderr

@@ -1,4 +1,4 @@
-"""`meshpilot proxy-config listeners|routes|clusters|endpoints|secret|all [POD.NAMESPACE]`:
+"""`meshpilot proxy-config listeners|routes|clusters|endpoints|secret|ecds|all [POD.NAMESPACE]`:
 one proxy's Envoy configuration in istioctl's tables, or raw with -o json|yaml.
 
 With --admin URL it is read from that Envoy's admin (/config_dump, /clusters); with --file
@@ -44,8 +44,9 @@ from meshpilot.proxyinfo import (
     select_listeners,
     select_routes,
 )
+from meshpilot.proxyinfo.ecds import ecds_table
 from meshpilot.proxyinfo.from_file import NO_ENDPOINTS, from_file, has_endpoints
-from meshpilot.proxyinfo.secrets import secret_detail_table
+from meshpilot.proxyinfo.secrets import secret_summary
 
 __all__ = ["proxy_config"]
 
@@ -216,14 +217,29 @@ def endpoints(request: _Request, address: str, port: int, cluster: str, status: 
 
 @proxy_config.command()
 @_source_options
-def secret(request: _Request) -> None:
-    """Secrets: certificate chains and trust bundles, validity, serial numbers, the SPIFFE
-    identity and the chain. Private keys are never shown."""
+@click.option(
+    "--wide", is_flag=True, help="Add the SPIFFE IDENTITY and the CHAIN (not in istioctl's table)."
+)
+def secret(request: _Request, wide: bool) -> None:
+    """Secrets: certificate chains and trust bundles, validity, serial numbers and dates, as
+    istioctl shows them. Private keys are never shown."""
     data = request.fetch()
     request.emit(
         data,
-        lambda: secret_detail_table(data.dump).render(),
+        lambda: secret_summary(data.dump, wide),
         lambda: data.dump.section("SecretsConfigDump"),
+    )
+
+
+@proxy_config.command()
+@_source_options
+def ecds(request: _Request) -> None:
+    """Extension configs sent over ECDS: name and type (an empty table when there are none)."""
+    data = request.fetch()
+    request.emit(
+        data,
+        lambda: ecds_table(data.dump).render(),
+        lambda: data.dump.section("EcdsConfigDump"),
     )
 
 

@@ -19,7 +19,7 @@ class ConfigDumpError(MeshpilotError):
 @dataclass(frozen=True, slots=True)
 class DumpedSecret:
     name: str
-    status: str  # ACTIVE or WARMING, as istioctl says
+    status: str  # ACTIVE, WARMING or UNINITIALIZED, as istioctl says
     secret: JsonObject  # the envoy.extensions.transport_sockets.tls.v3.Secret
 
 
@@ -77,7 +77,9 @@ class ConfigDump:
         ):
             for entry in objs(dump, key):
                 secret = obj(entry, "secret")
-                found.append(
-                    DumpedSecret(text(entry, "name") or text(secret, "name"), status, secret)
-                )
+                # istioctl's word for an active secret SDS never filled
+                uninitialized = text(entry, "version_info") == "uninitialized"
+                state = "UNINITIALIZED" if status == "ACTIVE" and uninitialized else status
+                name = text(entry, "name") or text(secret, "name")
+                found.append(DumpedSecret(name, state, secret))
         return found

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 __all__ = [
     "COLUMNS",
     "DETAIL_COLUMNS",
+    "NO_SECRETS",
     "CertInfo",
     "SecretRow",
     "read_certificate",
     "secret_detail_table",
     "secret_rows",
+    "secret_summary",
     "secret_table",
 ]
 
@@ -37,6 +39,7 @@ COLUMNS = (
     "RESOURCE NAME", "TYPE", "STATUS", "VALID CERT", "SERIAL NUMBER", "NOT AFTER", "NOT BEFORE",
 )  # fmt: skip
 DETAIL_COLUMNS = (*COLUMNS, "IDENTITY", "CHAIN")
+NO_SECRETS = "No active or warming secrets found."  # istioctl's line instead of an empty table
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,3 +162,11 @@ def secret_detail_table(dump: ConfigDump, now: datetime | None = None) -> Table:
     """istioctl's columns, then IDENTITY and CHAIN."""
     moment = now or datetime.now(UTC)
     return Table.of(DETAIL_COLUMNS, (row.detail_cells(moment) for row in secret_rows(dump)))
+
+
+def secret_summary(dump: ConfigDump, wide: bool = False) -> str:
+    """`proxy-config secret` as istioctl prints it: the table, or its one line when the
+    dump has no secrets; `wide` adds IDENTITY and CHAIN."""
+    if not dump.secrets():
+        return NO_SECRETS
+    return (secret_detail_table(dump) if wide else secret_table(dump)).render()

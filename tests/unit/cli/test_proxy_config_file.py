@@ -47,7 +47,7 @@ def dump_without_eds(tmp_path: Path) -> Path:
         ("routes", f"{REVIEWS}:9080"),
         ("clusters", REVIEWS),
         ("endpoints", f"outbound|9080|v1|{REVIEWS}"),
-        ("secret", "RESOURCE NAME"),
+        ("secret", "No active or warming secrets found."),  # istioctl's line: no SDS in it
         ("all", "ENDPOINT"),
     ],
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from meshpilot.proxyinfo import EndpointFilter, ProxyData, endpoint_table, select_endpoints
-from meshpilot.proxyinfo.endpoints import COLUMNS, endpoint_rows
+from meshpilot.proxyinfo.endpoints import COLUMNS, EDS_COLUMNS, endpoint_rows
 from tests.unit.proxyinfo.dumps import INGRESS, admin_data, control_plane_dump
 
 REVIEWS = "outbound|9080||reviews.default.svc.cluster.local"
@@ -46,13 +46,12 @@ def test_raw_output_is_the_cluster_statuses_with_a_match() -> None:
     assert len(select_endpoints(admin_data(), EndpointFilter())) == 3  # BlackHoleCluster has none
 
 
-def test_control_plane_rows_come_from_eds() -> None:
+def test_control_plane_rows_come_from_eds_with_their_locality() -> None:
     data = ProxyData("Source: control plane (test)", control_plane_dump(INGRESS))
-    rows = endpoint_rows(
-        data, EndpointFilter(cluster="outbound|9080|v2|reviews.default.svc.cluster.local")
-    )
-    assert [r.cells() for r in rows] == [
-        ("10.10.0.13:9080", "HEALTHY", "-", "outbound|9080|v2|reviews.default.svc.cluster.local")
+    where = EndpointFilter(cluster="outbound|9080|v2|reviews.default.svc.cluster.local")
+    assert endpoint_table(data, where).columns == EDS_COLUMNS
+    assert [r.cells() for r in endpoint_rows(data, where)] == [
+        ("10.10.0.13:9080", "HEALTHY", "region-a/zone-2", where.cluster)
     ]
     raw = select_endpoints(data, EndpointFilter(address="10.10.0.13"))
     assert {c["cluster_name"] for c in raw} == {
