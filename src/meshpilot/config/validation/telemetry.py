@@ -14,6 +14,7 @@ from meshpilot.config.istio.telemetry import (
 from meshpilot.config.validation.common import (
     Path,
     Problems,
+    check_duration,
     check_enum,
     check_selector,
     quoted,
@@ -99,6 +100,7 @@ def _check_tracing(p: Problems, path: Path, tracing: Tracing) -> None:
 
 def _check_metrics(p: Problems, path: Path, metrics: Metrics) -> None:
     _check_providers(p, path, [provider.name for provider in metrics.providers])
+    check_duration(p, (*path, "reportingInterval"), metrics.reporting_interval)
     for index, override in enumerate(metrics.overrides):
         _check_override(p, (*path, "overrides", index), override)
 
