@@ -123,7 +123,7 @@ def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | 
         result.diagnostics.append(
             Diagnostic(
                 file=doc.file,
-                line=origin.line_of(("kind",)),
+                line=doc.line,
                 kind=kind_name,
                 field="kind",
                 severity=Severity.ERROR if istio else Severity.WARNING,

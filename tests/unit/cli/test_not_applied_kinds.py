@@ -91,9 +91,9 @@ def test_an_unknown_kind_of_an_istio_group_fails_analyze(tmp_path: Path) -> None
     result = CliRunner().invoke(cli, ["analyze", "-f", str(path)])
     assert result.exit_code == 1, result.output
     assert result.stdout.splitlines() == [
-        f"{path}:2: error: Telemetri t: kind: unknown kind 'Telemetri' in Istio API group "
+        f"{path}:1: error: Telemetri t: kind: unknown kind 'Telemetri' in Istio API group "
         "'telemetry.istio.io'",
-        f"{path}:6: warning: Deployment web: kind: unknown kind 'Deployment' ignored",
+        f"{path}:5: warning: Deployment web: kind: unknown kind 'Deployment' ignored",
     ]
 
 
@@ -122,3 +122,20 @@ def test_discovery_logs_the_same_warnings_and_serves(tmp_path: Path) -> None:
     ]
     for warning in expected(path):
         assert lines.count(warning) == 1, log.read_text()
+
+
+def test_apply_and_get_by_their_kubectl_names(tmp_path: Path) -> None:
+    path, store = tmp_path / "kinds.yaml", str(tmp_path / "store")
+    path.write_text(KINDS)
+    applied = CliRunner().invoke(cli, ["apply", "-f", str(path), "--store", store])
+    assert applied.exit_code == 0, applied.output
+    for resource, name in (
+        ("envoyfilters", "lua"),
+        ("telemetries", "mesh-default"),
+        ("wasmplugins", "auth"),
+        ("proxyconfigs", "per-app"),
+        ("wg", "vm"),
+    ):
+        result = CliRunner().invoke(cli, ["get", resource, "-A", "--store", store])
+        assert result.exit_code == 0, result.output
+        assert name in result.stdout.split(), (resource, result.stdout)

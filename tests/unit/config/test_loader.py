@@ -80,7 +80,7 @@ def test_unknown_kind_of_an_istio_api_group_is_an_error_naming_its_line() -> Non
         result = load_text(text, "s.yaml")
         [diag] = result.diagnostics
         assert diag.severity is Severity.ERROR
-        assert (diag.line, diag.field) == (3, "kind")
+        assert (diag.line, diag.field) == (2, "kind")  # the object starts after the comment
         assert diag.message == f"unknown kind 'Sidecarr' in Istio API group '{group}.istio.io'"
         assert not result.objects
     # Other groups that merely look like Istio's stay warnings.
