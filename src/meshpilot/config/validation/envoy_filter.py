@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from meshpilot.config.istio.envoy_filter import EnvoyConfigObjectPatch, EnvoyFilter, ProxyMatch
 from meshpilot.config.validation.common import Path, Problems, check_enum, check_selector
 from meshpilot.config.validation.re2 import regex_error
@@ -39,6 +41,7 @@ _ROUTE_CLASS = ("ROUTE_CONFIGURATION", "VIRTUAL_HOST", "HTTP_ROUTE")
 _INSERTABLE = ("NETWORK_FILTER", "HTTP_FILTER", "HTTP_ROUTE", "LISTENER_FILTER")
 _INSERTS = ("INSERT_BEFORE", "INSERT_AFTER", "INSERT_FIRST")
 _REPLACEABLE = ("HTTP_FILTER", "NETWORK_FILTER")
+_HCM = ("envoy.filters.network.http_connection_manager", "envoy.http_connection_manager")
 
 
 def validate_envoy_filter(envoy_filter: EnvoyFilter, p: Problems) -> None:
@@ -73,6 +76,10 @@ def _check_patch(p: Problems, path: Path, cp: EnvoyConfigObjectPatch) -> None:
         if match.proxy is not None:
             _check_proxy(p, (*where, "proxy"), match.proxy)
         _check_match_class(p, where, apply_to, cp)
+        if isinstance(match.listener, dict):
+            _check_filter_match(
+                p, (*where, "listener", "filterChain", "filter"), apply_to, match.listener
+            )
     if cp.patch is None:
         p.error((*path, "patch"), "Envoy filter: missing patch")
         return
@@ -127,3 +134,27 @@ def _check_match_class(p: Problems, path: Path, apply_to: str, cp: EnvoyConfigOb
         p.error(
             path, "Envoy filter: applyTo for cluster class objects cannot have non cluster match"
         )
+
+
+def _check_filter_match(p: Problems, path: Path, apply_to: str, listener: dict[str, Any]) -> None:
+    """The network filter (and HTTP sub-filter) a listener match names."""
+    chain = listener.get("filterChain")
+    match = chain.get("filter") if isinstance(chain, dict) else None
+    if not isinstance(match, dict):
+        return
+    if apply_to in ("LISTENER", "FILTER_CHAIN"):
+        p.warning(path, f"Envoy filter: filter match has no effect when used with {apply_to}")
+    name = match.get("name")
+    sub = match.get("subFilter")
+    if not name:
+        p.error((*path, "name"), "Envoy filter: filter match has no name to match on")
+    elif sub is not None:
+        where = (*path, "subFilter")
+        if apply_to != "HTTP_FILTER":
+            p.error(
+                where, "Envoy filter: subfilter match can be used with applyTo HTTP_FILTER only"
+            )
+        if name not in _HCM:
+            p.error(where, f"Envoy filter: subfilter match requires filter match with {_HCM[0]}")
+        if not (isinstance(sub, dict) and sub.get("name")):
+            p.error((*where, "name"), "Envoy filter: subfilter match has no name to match on")
