@@ -22,7 +22,7 @@ from meshpilot.config.istio.request_authentication import RequestAuthenticationS
 from meshpilot.config.istio.sidecar import OutboundTrafficPolicy
 from meshpilot.config.istio.virtual_service import L4MatchAttributes
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.kinds import Kind
+from meshpilot.config.kinds import NOT_APPLIED_KINDS, Kind
 from meshpilot.config.kube.core import ConfigMap
 from meshpilot.config.kube.service import ServiceSpec
 from meshpilot.config.mesh import MeshConfig, ProxyConfig
@@ -80,6 +80,7 @@ UNSUPPORTED_FIELDS: frozenset[tuple[type[ApiModel], str]] = frozenset(
 UNSUPPORTED_PROXY_CONFIG_EXTRAS_READ = frozenset({"gatewayTopology"})
 
 _MESSAGE = "not supported yet: meshpilot parses this field and ignores it"
+_KIND_MESSAGE = "validated, but not applied yet (not supported yet)"
 
 
 def unsupported_field_diagnostics(
@@ -92,12 +93,29 @@ def unsupported_field_diagnostics(
 
 
 def object_diagnostics(objects: Iterable[ConfigObject[Any]]) -> list[Diagnostic]:
-    """A warning per unsupported field set in these objects."""
+    """A warning per unsupported field set in these objects, and per object of a kind that
+    is validated but not applied yet."""
+    objects = list(objects)
     return [
-        _diagnostic(obj.origin, obj.key, path, obj.origin.line_of(path))
-        for obj in objects
-        for path in _unsupported_paths(obj.model, ())
+        *(_kind_diagnostic(obj) for obj in objects if obj.key.kind in NOT_APPLIED_KINDS),
+        *(
+            _diagnostic(obj.origin, obj.key, path, obj.origin.line_of(path))
+            for obj in objects
+            for path in _unsupported_paths(obj.model, ())
+        ),
     ]
+
+
+def _kind_diagnostic(obj: ConfigObject[Any]) -> Diagnostic:
+    return Diagnostic(
+        file=obj.origin.file,
+        line=obj.origin.line,
+        message=_KIND_MESSAGE,
+        kind=str(obj.key.kind),
+        namespace=obj.key.namespace,
+        name=obj.key.name,
+        severity=Severity.WARNING,
+    )
 
 
 def _unsupported_paths(model: BaseModel, path: Path) -> Iterator[Path]:

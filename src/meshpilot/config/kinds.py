@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["CLUSTER_SCOPED", "Kind", "accepted_api_versions"]
+__all__ = [
+    "CLUSTER_SCOPED",
+    "ISTIO_API_GROUPS",
+    "NOT_APPLIED_KINDS",
+    "Kind",
+    "accepted_api_versions",
+    "api_group",
+]
 
 
 class Kind(StrEnum):
@@ -25,6 +32,11 @@ class Kind(StrEnum):
     PEER_AUTHENTICATION = "PeerAuthentication"
     REQUEST_AUTHENTICATION = "RequestAuthentication"
     AUTHORIZATION_POLICY = "AuthorizationPolicy"
+    ENVOY_FILTER = "EnvoyFilter"
+    TELEMETRY = "Telemetry"
+    WASM_PLUGIN = "WasmPlugin"
+    PROXY_CONFIG = "ProxyConfig"
+    WORKLOAD_GROUP = "WorkloadGroup"
     MESH_CONFIG = "MeshConfig"
     # Argo CD kinds: names only; their models live in meshpilot.gitops (registered by the CLI).
     APPLICATION = "Application"
@@ -57,11 +69,26 @@ _API_VERSIONS: dict[Kind, tuple[str, ...]] = {
     Kind.PEER_AUTHENTICATION: _SECURITY,
     Kind.REQUEST_AUTHENTICATION: _SECURITY,
     Kind.AUTHORIZATION_POLICY: _SECURITY,
+    Kind.ENVOY_FILTER: ("networking.istio.io/v1alpha3",),
+    Kind.TELEMETRY: ("telemetry.istio.io/v1alpha1", "telemetry.istio.io/v1"),
+    Kind.WASM_PLUGIN: ("extensions.istio.io/v1alpha1",),
+    Kind.PROXY_CONFIG: ("networking.istio.io/v1beta1",),
+    Kind.WORKLOAD_GROUP: _NETWORKING,
     # Not a Kubernetes kind: meshpilot's name for a bare meshconfig.yaml document.
     Kind.MESH_CONFIG: ("meshpilot.io/v1alpha1", "install.istio.io/v1alpha1"),
     Kind.APPLICATION: ("argoproj.io/v1alpha1",),
     Kind.APP_PROJECT: ("argoproj.io/v1alpha1",),
 }
+
+# Istio's API groups: a kind of these groups that meshpilot does not know is an error, not a
+# warning (a typo there would otherwise silently drop mesh configuration).
+ISTIO_API_GROUPS = frozenset(
+    {"networking.istio.io", "security.istio.io", "telemetry.istio.io", "extensions.istio.io"}
+)
+# Kinds validated as istiod does but not applied yet: each object of them gets a warning.
+NOT_APPLIED_KINDS: frozenset[Kind] = frozenset(
+    {Kind.ENVOY_FILTER, Kind.TELEMETRY, Kind.WASM_PLUGIN, Kind.PROXY_CONFIG, Kind.WORKLOAD_GROUP}
+)
 
 CLUSTER_SCOPED: frozenset[Kind] = frozenset({Kind.NAMESPACE, Kind.MESH_CONFIG})
 # Kinds whose changes can be served by EDS alone (Istio: endpoint events, not config events).
@@ -72,3 +99,11 @@ ENDPOINT_KINDS: frozenset[Kind] = frozenset(
 
 def accepted_api_versions(kind: Kind) -> tuple[str, ...]:
     return _API_VERSIONS[kind]
+
+
+def api_group(api_version: object) -> str:
+    """The group of an apiVersion ("" for the core group or a value that is not a string)."""
+    if not isinstance(api_version, str):
+        return ""
+    group, slash, _ = api_version.rpartition("/")
+    return group if slash else ""

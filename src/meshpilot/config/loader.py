@@ -14,7 +14,13 @@ from meshpilot.config.base import TopLevel
 from meshpilot.config.diagnostics import Diagnostic, FieldError, Origin, Severity, format_path
 from meshpilot.config.fail_closed import SECURITY_KINDS, failing_closed_message, stand_in
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.kinds import CLUSTER_SCOPED, Kind, accepted_api_versions
+from meshpilot.config.kinds import (
+    CLUSTER_SCOPED,
+    ISTIO_API_GROUPS,
+    Kind,
+    accepted_api_versions,
+    api_group,
+)
 from meshpilot.config.kube.core import ConfigMap
 from meshpilot.config.mesh import MeshConfig
 from meshpilot.config.models import MODEL_BY_KIND
@@ -111,14 +117,19 @@ def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | 
     try:
         kind = Kind(kind_name)
     except ValueError:
+        # Istio's own groups: an unknown kind there is a typo or a kind istiod rejects too.
+        group = api_group(api_version)
+        istio = group in ISTIO_API_GROUPS
         result.diagnostics.append(
             Diagnostic(
                 file=doc.file,
                 line=doc.line,
                 kind=kind_name,
                 field="kind",
-                severity=Severity.WARNING,
-                message=f"unknown kind {kind_name!r} ignored",
+                severity=Severity.ERROR if istio else Severity.WARNING,
+                message=f"unknown kind {kind_name!r} in Istio API group {group!r}"
+                if istio
+                else f"unknown kind {kind_name!r} ignored",
                 name=_meta(data, "name"),
                 namespace=_meta(data, "namespace"),
             )

@@ -5,12 +5,17 @@ from __future__ import annotations
 from meshpilot.config.base import TopLevel
 from meshpilot.config.istio.authorization_policy import AuthorizationPolicy
 from meshpilot.config.istio.destination_rule import DestinationRule
+from meshpilot.config.istio.envoy_filter import EnvoyFilter
 from meshpilot.config.istio.gateway import Gateway
 from meshpilot.config.istio.peer_authentication import PeerAuthentication
+from meshpilot.config.istio.proxy_config_kind import ProxyConfigResource
 from meshpilot.config.istio.request_authentication import RequestAuthentication
 from meshpilot.config.istio.service_entry import ServiceEntry, WorkloadEntry
 from meshpilot.config.istio.sidecar import Sidecar
+from meshpilot.config.istio.telemetry import Telemetry
 from meshpilot.config.istio.virtual_service import VirtualService
+from meshpilot.config.istio.wasm_plugin import WasmPlugin
+from meshpilot.config.istio.workload_group import WorkloadGroup
 from meshpilot.config.kinds import Kind
 from meshpilot.config.kube.core import ConfigMap, Namespace, Secret, ServiceAccount
 from meshpilot.config.kube.pod import Pod
@@ -36,6 +41,11 @@ MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
     Kind.AUTHORIZATION_POLICY: AuthorizationPolicy,
     Kind.REQUEST_AUTHENTICATION: RequestAuthentication,
     Kind.PEER_AUTHENTICATION: PeerAuthentication,
+    Kind.ENVOY_FILTER: EnvoyFilter,
+    Kind.TELEMETRY: Telemetry,
+    Kind.WASM_PLUGIN: WasmPlugin,
+    Kind.PROXY_CONFIG: ProxyConfigResource,
+    Kind.WORKLOAD_GROUP: WorkloadGroup,
 }
 
 

@@ -27,7 +27,7 @@ from meshpilot.config.hosts import hosts_intersect, resolve_host
 from meshpilot.config.istio.destination_rule import DestinationRule
 from meshpilot.config.istio.virtual_service import VirtualService
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.kinds import Kind
+from meshpilot.config.kinds import NOT_APPLIED_KINDS, Kind
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.indexes.virtual_services import MESH_GATEWAY, resolve_gateway_name
 from meshpilot.model.merged_gateway import select_gateways
@@ -50,7 +50,9 @@ ALL_TYPES = frozenset({CDS, EDS, LDS, RDS, SDS})
 
 # Kinds no generator reads (GitOps bookkeeping).
 UNREAD_KINDS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT})
-_NEVER = UNREAD_KINDS
+# Kinds validated but not applied yet are read by no generator either; unlike GitOps
+# bookkeeping the store keeps them, so that discovery warns about each of them.
+_NEVER = UNREAD_KINDS | NOT_APPLIED_KINDS
 # What the routing of a sidecar can never see: gateways and their certificates.
 _NOT_SIDECAR_ROUTING = _NEVER | {Kind.GATEWAY, Kind.SECRET}
 # SDS serves the secrets a proxy subscribed to by name: only Secrets change them.

@@ -139,6 +139,11 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
                  "requestauthentication", ("ra",)),
     ResourceType(Kind.AUTHORIZATION_POLICY, _SEC, "authorizationpolicies", "authorizationpolicy",
                  ("ap",), (Column("ACTION", _path("spec", "action", default="ALLOW")),)),
+    ResourceType(Kind.ENVOY_FILTER, _NET, "envoyfilters", "envoyfilter"),
+    ResourceType(Kind.TELEMETRY, "telemetry.istio.io", "telemetries", "telemetry"),
+    ResourceType(Kind.WASM_PLUGIN, "extensions.istio.io", "wasmplugins", "wasmplugin"),
+    ResourceType(Kind.PROXY_CONFIG, _NET, "proxyconfigs", "proxyconfig"),
+    ResourceType(Kind.WORKLOAD_GROUP, _NET, "workloadgroups", "workloadgroup", ("wg",)),
     ResourceType(Kind.APPLICATION, _ARGO, "applications", "application", ("app", "apps"), (
         Column("SYNC STATUS", _path("status", "sync", "status")),
         Column("HEALTH STATUS", _path("status", "health", "status")),

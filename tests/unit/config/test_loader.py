@@ -74,6 +74,21 @@ def test_unknown_kind_is_reported_and_ignored() -> None:
     assert not result.objects
 
 
+def test_unknown_kind_of_an_istio_api_group_is_an_error_naming_its_line() -> None:
+    for group in ("networking", "security", "telemetry", "extensions"):
+        text = f"# a typo\napiVersion: {group}.istio.io/v1\nkind: Sidecarr\nmetadata: {{name: s}}\n"
+        result = load_text(text, "s.yaml")
+        [diag] = result.diagnostics
+        assert diag.severity is Severity.ERROR
+        assert (diag.line, diag.field) == (2, "kind")  # the object starts after the comment
+        assert diag.message == f"unknown kind 'Sidecarr' in Istio API group '{group}.istio.io'"
+        assert not result.objects
+    # Other groups that merely look like Istio's stay warnings.
+    text = "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nmetadata: {name: i}\n"
+    [diag] = load_text(text, "i.yaml").diagnostics
+    assert diag.severity is Severity.WARNING
+
+
 def test_api_versions_accepted_and_refused() -> None:
     for version in ("v1alpha3", "v1beta1", "v1"):
         ok = load_text(

@@ -32,6 +32,11 @@ KINDS = [
     ("v1", "Secret"),
     ("v1", "Endpoints"),
     ("discovery.k8s.io/v1", "EndpointSlice"),
+    ("networking.istio.io/v1alpha3", "EnvoyFilter"),
+    ("telemetry.istio.io/v1", "Telemetry"),
+    ("extensions.istio.io/v1alpha1", "WasmPlugin"),
+    ("networking.istio.io/v1beta1", "ProxyConfig"),
+    ("networking.istio.io/v1", "WorkloadGroup"),
 ]
 ODD_SPECS = [
     "null",
@@ -48,6 +53,11 @@ ODD_SPECS = [
     "{hosts: ['*'], resolution: '', location: '', ports: [{number: 0, name: ''}]}",
     "{egress: [{hosts: ['/'], port: {number: -1}}], ingress: [{port: {number: 0}}]}",
     "{ports: [{port: 99999999999999999999}]}",
+    "{configPatches: [null, {}, {patch: {}}, {match: {listener: null}, patch: {value: 7}}]}",
+    "{tracing: [{customTags: {a: null, b: {}}}], metrics: [{overrides: [{tagOverrides: {}}]}]}",
+    "{url: '://', sha256: '', vmConfig: {env: [null, {}]}, match: [{ports: [{}]}]}",
+    "{concurrency: -99999999999999999999, environmentVariables: {'': ''}, image: {}}",
+    "{template: {address: '', ports: {'': -1}}, probe: {httpGet: {}, exec: {}}}",
 ]
 ODD_VALUES: list[Any] = [
     None,

@@ -1,0 +1,96 @@
+"""WasmPlugin: selector or targetRefs, module URL and checksum, enums, VM environment and
+traffic match (Istio's validateWasmPlugin)."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from meshpilot.config.istio.wasm_plugin import EnvVar, WasmPlugin
+from meshpilot.config.validation.common import (
+    Path,
+    Problems,
+    check_enum,
+    check_port,
+    check_selector,
+    quoted,
+)
+
+__all__ = ["validate_wasm_plugin"]
+
+SPEC: Path = ("spec",)
+SCHEMES = ("", "file", "http", "https", "oci")
+PHASES = ("UNSPECIFIED_PHASE", "AUTHN", "AUTHZ", "STATS")
+PULL_POLICIES = ("UNSPECIFIED_POLICY", "IfNotPresent", "Always")
+FAIL_STRATEGIES = ("FAIL_CLOSE", "FAIL_OPEN", "FAIL_RELOAD")
+PLUGIN_TYPES = ("UNSPECIFIED_PLUGIN_TYPE", "HTTP", "NETWORK")
+VALUE_FROM = ("INLINE", "HOST")
+MODES = ("CLIENT_AND_SERVER", "CLIENT", "SERVER")
+_HEX = re.compile(r"^[0-9a-fA-F]*$")
+
+
+def validate_wasm_plugin(plugin: WasmPlugin, p: Problems) -> None:
+    spec = plugin.spec
+    if spec.selector is not None:
+        if spec.target_ref is not None or spec.target_refs:
+            p.error((*SPEC, "selector"), "only one of targetRefs or selector can be set")
+        check_selector(
+            p, (*SPEC, "selector", "matchLabels"), spec.selector.match_labels, "WasmPlugin"
+        )
+    if spec.target_ref is not None and spec.target_refs:
+        p.error((*SPEC, "targetRef"), "only one of targetRef or targetRefs can be set")
+    _check_url(p, spec.url)
+    if spec.sha256:
+        _check_sha256(p, spec.sha256)
+    check_enum(p, (*SPEC, "phase"), spec.phase, PHASES)
+    check_enum(p, (*SPEC, "imagePullPolicy"), spec.image_pull_policy, PULL_POLICIES)
+    check_enum(p, (*SPEC, "failStrategy"), spec.fail_strategy, FAIL_STRATEGIES)
+    check_enum(p, (*SPEC, "type"), spec.type, PLUGIN_TYPES)
+    if spec.vm_config is not None:
+        _check_env(p, (*SPEC, "vmConfig", "env"), spec.vm_config.env)
+    for index, selector in enumerate(spec.match):
+        where = (*SPEC, "match", index)
+        check_enum(p, (*where, "mode"), selector.mode, MODES)
+        for port_index, port in enumerate(selector.ports):
+            check_port(p, (*where, "ports", port_index, "number"), port.number)
+
+
+def _check_url(p: Problems, url: str) -> None:
+    path = (*SPEC, "url")
+    if not url:
+        p.error(path, "url field needs to be set")
+        return
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - a bad port raises here
+    except ValueError as exc:
+        p.error(path, f"failed to parse url {quoted(url)}: {exc}")
+        return
+    # A URL without a scheme is an OCI image reference, as Istio reads it.
+    scheme = parts.scheme.lower() if "://" in url else ""
+    if scheme not in SCHEMES:
+        p.error(
+            path, f"unsupported scheme {quoted(scheme)}; use oci://, file://, http:// or https://"
+        )
+
+
+def _check_sha256(p: Problems, sha256: str) -> None:
+    path = (*SPEC, "sha256")
+    if len(sha256) != 64:
+        p.error(path, f"sha256 field must be 64 characters long (got {len(sha256)})")
+    elif not _HEX.match(sha256):
+        p.error(path, "sha256 field must be a hexadecimal string")
+
+
+def _check_env(p: Problems, path: Path, env: list[EnvVar]) -> None:
+    seen: set[str] = set()
+    for index, var in enumerate(env):
+        where = (*path, index)
+        if not var.name:
+            p.error((*where, "name"), "environment variable name must not be empty")
+        elif var.name in seen:
+            p.error((*where, "name"), f"duplicate environment variable name {quoted(var.name)}")
+        seen.add(var.name)
+        check_enum(p, (*where, "valueFrom"), var.value_from, VALUE_FROM)
+        if var.value_from == "HOST" and var.value:
+            p.error((*where, "value"), "value may only be set when valueFrom is INLINE")
