@@ -353,9 +353,10 @@ def test_envoy_loads_default_and_rootca_from_the_agent(mtls_envoy: MtlsEnvoy) ->
     )
     assert body == "ok"
     assert mtls_envoy.rejected() == []
-    # istioctl's view, from Envoy's admin.
+    # istioctl's view, from Envoy's admin (--wide: with the identity and the chain).
+    admin = mtls_envoy.admin_url
     table = subprocess.run(
-        [sys.executable, "-c", _PROXY_CONFIG_CLI, "secret", "--admin", mtls_envoy.admin_url],
+        [sys.executable, "-c", _PROXY_CONFIG_CLI, "secret", "--wide", "--admin", admin],
         capture_output=True,
         text=True,
         check=False,
