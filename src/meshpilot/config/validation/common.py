@@ -29,6 +29,7 @@ __all__ = [
     "check_percent",
     "check_port",
     "check_selector",
+    "check_selector_or_targets",
     "fqdn_error",
     "guarded",
     "ip_or_cidr_error",
@@ -239,6 +240,19 @@ def check_selector(p: Problems, path: Path, labels: Mapping[str, str], what: str
             f"workload selector specified without labels; the {what} applies to every "
             "workload in the namespace",
         )
+
+
+def check_selector_or_targets(
+    p: Problems, selector: Mapping[str, str] | None, target_ref: bool, target_refs: bool, what: str
+) -> None:
+    """`spec.selector` (its matchLabels), `targetRef` or `targetRefs`: at most one of them."""
+    spec: Path = ("spec",)
+    if selector is not None:
+        if target_ref or target_refs:
+            p.error((*spec, "selector"), "only one of targetRefs or selector can be set")
+        check_selector(p, (*spec, "selector", "matchLabels"), selector, what)
+    if target_ref and target_refs:
+        p.error((*spec, "targetRef"), "only one of targetRef or targetRefs can be set")
 
 
 # --- exportTo --------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from meshpilot.config.validation.common import (
     Problems,
     check_duration,
     check_enum,
-    check_selector,
+    check_selector_or_targets,
     quoted,
 )
 
@@ -42,14 +42,10 @@ TAG_OPERATIONS = ("UPSERT", "REMOVE")
 
 def validate_telemetry(telemetry: Telemetry, p: Problems) -> None:
     spec = telemetry.spec
-    if spec.selector is not None:
-        if spec.target_ref is not None or spec.target_refs:
-            p.error((*SPEC, "selector"), "only one of targetRefs or selector can be set")
-        check_selector(
-            p, (*SPEC, "selector", "matchLabels"), spec.selector.match_labels, "Telemetry"
-        )
-    if spec.target_ref is not None and spec.target_refs:
-        p.error((*SPEC, "targetRef"), "only one of targetRef or targetRefs can be set")
+    labels = spec.selector.match_labels if spec.selector is not None else None
+    check_selector_or_targets(
+        p, labels, spec.target_ref is not None, bool(spec.target_refs), "Telemetry"
+    )
     for index, tracing in enumerate(spec.tracing):
         _check_tracing(p, (*SPEC, "tracing", index), tracing)
     if len(spec.tracing) > 1:

@@ -12,7 +12,7 @@ from meshpilot.config.validation.common import (
     Problems,
     check_enum,
     check_port,
-    check_selector,
+    check_selector_or_targets,
     quoted,
 )
 
@@ -31,14 +31,10 @@ _HEX = re.compile(r"^[0-9a-fA-F]*$")
 
 def validate_wasm_plugin(plugin: WasmPlugin, p: Problems) -> None:
     spec = plugin.spec
-    if spec.selector is not None:
-        if spec.target_ref is not None or spec.target_refs:
-            p.error((*SPEC, "selector"), "only one of targetRefs or selector can be set")
-        check_selector(
-            p, (*SPEC, "selector", "matchLabels"), spec.selector.match_labels, "WasmPlugin"
-        )
-    if spec.target_ref is not None and spec.target_refs:
-        p.error((*SPEC, "targetRef"), "only one of targetRef or targetRefs can be set")
+    labels = spec.selector.match_labels if spec.selector is not None else None
+    check_selector_or_targets(
+        p, labels, spec.target_ref is not None, bool(spec.target_refs), "WasmPlugin"
+    )
     _check_url(p, spec.url)
     if spec.sha256:
         _check_sha256(p, spec.sha256)
