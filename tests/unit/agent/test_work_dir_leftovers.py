@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from meshpilot.runtime.ports import free_ports
+from tests.unit.security.procs import stop as stop_process
 
 _PROXY_CLI = "from meshpilot.cli.proxy import proxy; proxy(prog_name='meshpilot proxy')"
 
@@ -61,13 +62,7 @@ class Agents:
 
     def stop(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -29,3 +30,15 @@ def children(pid: int) -> list[int]:
         for task in Path(f"/proc/{pid}/task").iterdir()
         for child in (task / "children").read_text().split()
     ]
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as an operator stops it; SIGKILL if it is still there after 15 s."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

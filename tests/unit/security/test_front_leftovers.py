@@ -18,6 +18,7 @@ import pytest
 from meshpilot.runtime.ports import free_port
 from tests.conftest import REPO
 from tests.unit.security.procs import MESHPILOT, children, wait_port
+from tests.unit.security.procs import stop as stop_process
 
 
 class Discoveries:
@@ -52,13 +53,7 @@ class Discoveries:
 
     def stop(self) -> None:
         for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            stop_process(proc)
         for pid in self.envoys:  # normally gone with their discovery (PDEATHSIG)
             with contextlib.suppress(OSError):
                 if b"envoy" in Path(f"/proc/{pid}/cmdline").read_bytes():
