@@ -6,6 +6,7 @@ as the proxy UID)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -63,6 +64,12 @@ class Agents:
     def stop(self) -> None:
         for proc in self.procs:
             stop_process(proc)
+        # An agent killed while it starts its Envoy can leave that Envoy behind (its death
+        # signal is armed after the fork): whatever still runs in our directories goes too.
+        for cwd in Path("/proc").glob("[0-9]*/cwd"):
+            with contextlib.suppress(OSError):
+                if cwd.resolve().is_relative_to(self.tmp):
+                    os.kill(int(cwd.parent.name), signal.SIGKILL)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
