@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import functools
 import logging
+import os
 import shutil
 import signal
 from collections.abc import Callable
@@ -30,13 +31,25 @@ from pathlib import Path
 from meshpilot.agent.admin import EnvoyAdmin
 from meshpilot.errors import EnvoyError
 
-__all__ = ["EnvoyLaunch", "EnvoySupervisor", "envoy_args", "split_log_level"]
+__all__ = [
+    "ORPHAN_EXIT",
+    "EnvoyLaunch",
+    "EnvoySupervisor",
+    "death_signal_prefix",
+    "envoy_args",
+    "split_log_level",
+]
 
 log = logging.getLogger(__name__)
 
 # Istio's Envoy log format: `2020-04-07T16:52:30.471425Z  info  envoy config  ...message..`
 LOG_FORMAT = "%Y-%m-%dT%T.%fZ\t%l\tenvoy %n %g:%#\t%v\tthread=%t"
 _PR_SET_PDEATHSIG = 1
+# The death signal is armed after the fork: a child whose parent is already gone exits with
+# this code instead of becoming an Envoy nobody stops.
+ORPHAN_EXIT = 111
+# Run by setpriv once the death signal is armed: $0 is the agent's pid.
+_ORPHAN_CHECK = f'[ "$PPID" = "$0" ] || exit {ORPHAN_EXIT}; exec "$@"'
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,10 +118,26 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _die_with_parent() -> None:
-    """In the child, after the UID change (which clears the setting): SIGKILL on agent death.
-    `_libc()` is loaded in the parent before the fork."""
-    _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+def _die_with_parent(agent_pid: int) -> Callable[[], None]:
+    """The child's preexec, after the UID change (which clears the setting): SIGKILL on agent
+    death, and exit at once if the agent died before it was armed. `_libc()` is loaded in the
+    parent before the fork."""
+
+    def arm() -> None:
+        _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != agent_pid:
+            os._exit(ORPHAN_EXIT)
+
+    return arm
+
+
+def death_signal_prefix(agent_pid: int) -> list[str]:
+    """The command prefix that arms SIGKILL-on-agent-death before Envoy execs, and refuses to
+    exec if the agent is already gone; empty without util-linux setpriv."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return []
+    return [setpriv, "--pdeathsig", "KILL", "--", "/bin/sh", "-c", _ORPHAN_CHECK, str(agent_pid)]
 
 
 class EnvoySupervisor:
@@ -176,8 +205,7 @@ class EnvoySupervisor:
         # util-linux setpriv sets PDEATHSIG and execs Envoy: no preexec_fn, so no Python
         # fork handlers (gRPC's, the agent serves SDS) run in the child, which could abort
         # before its exec (grpc/grpc#43055, seen once under load); else the preexec_fn.
-        setpriv = shutil.which("setpriv")
-        prefix = [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
+        prefix = death_signal_prefix(os.getpid())
         credentials: dict[str, object] = {}
         if self.launch.run_as is not None:
             uid, gid = self.launch.run_as
@@ -189,7 +217,7 @@ class EnvoySupervisor:
                 *args,
                 cwd=self.launch.work_dir,
                 process_group=0,
-                preexec_fn=None if prefix else _die_with_parent,
+                preexec_fn=None if prefix else _die_with_parent(os.getpid()),
                 **credentials,  # type: ignore[arg-type]
             )
         except OSError as exc:
