@@ -51,7 +51,7 @@ def excluded_inbound_ports(data: TemplateData) -> str:
     """`-d`: Envoy's own ports, the agent's status port and the excluded inbound ports
     (Istio's excludeInboundPort template function)."""
     proxy = data.values.global_.proxy
-    status = data.annotation("status.sidecar.istio.io/port", str(proxy.status_port)).strip()
+    status = str(data.status_port)
     excluded = data.annotation(_TRAFFIC + "excludeInboundPorts", proxy.exclude_inbound_ports)
     if status and status != "0" and status not in [p.strip() for p in excluded.split(",")]:
         excluded = f"{status},{excluded}" if excluded else status
@@ -123,8 +123,8 @@ def proxy_args(data: TemplateData, router: bool) -> list[str]:
     args += ["--cluster-id", "$(ISTIO_META_CLUSTER_ID)"]
     if not router:
         args += ["--interception-mode", interception_mode(data)]
-    if config.status_port != 15020:
-        args += ["--status-port", str(config.status_port)]
+    if data.status_port != 15020:
+        args += ["--status-port", str(data.status_port)]
     seconds = config.drain_duration // 1_000_000_000
     args += ["--drain-time-s", str(seconds)]
     args += ["--log-level", f"{level},{components}" if components else level]
@@ -141,7 +141,8 @@ def _field(name: str, path: str) -> JSON:
 def proxy_env(data: TemplateData, router: bool) -> list[JSON]:
     values = data.values.global_
     istiod = "istiod" + (f"-{data.revision}" if data.revision else "")
-    ports = [p for c in data.app_containers for p in c.get("ports") or []]
+    # every container the pod declares (a gateway's own istio-proxy ports included)
+    ports = [p for c in data.spec.get("containers") or [] for p in c.get("ports") or []]
     env: list[JSON] = [
         {"name": "JWT_POLICY", "value": "third-party-jwt"},
         {"name": "PILOT_CERT_PROVIDER", "value": "istiod"},

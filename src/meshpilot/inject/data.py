@@ -22,6 +22,7 @@ from meshpilot.inject.values import InjectorValues
 __all__ = ["InjectError", "TemplateData", "WorkloadMeta", "proxy_config_json", "template_data"]
 
 PROXY_CONFIG_ANNOTATION = "proxy.istio.io/config"
+STATUS_PORT_ANNOTATION = "status.sidecar.istio.io/port"
 _DURATIONS = ("drainDuration", "terminationDrainDuration")
 JSON = dict[str, Any]
 
@@ -71,6 +72,16 @@ class TemplateData:
             self.proxy_config.hold_application_until_proxy_starts
             or self.values.global_.proxy.hold_application_until_proxy_starts
         )
+
+    @property
+    def status_port(self) -> int:
+        """The agent's status port: the pod's annotation, else the values, else the mesh."""
+        values_port = self.values.global_.proxy.status_port
+        default = values_port if values_port != 15020 else self.proxy_config.status_port
+        text = self.annotation(STATUS_PORT_ANNOTATION, str(default)).strip()
+        if not text.isdigit() or int(text) > 65535:
+            raise InjectError(f"annotation {STATUS_PORT_ANNOTATION}: {text!r} is not a port number")
+        return int(text)
 
     @property
     def proxy_config_json(self) -> JSON:

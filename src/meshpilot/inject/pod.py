@@ -73,7 +73,7 @@ def _prometheus_merge(pod: JSON, data: TemplateData) -> None:
     annotations = pod["metadata"].setdefault("annotations", {})
     if not data.mesh.enable_prometheus_merge or annotations.get(_SCRAPE[0]) == "false":
         return
-    port = str(data.proxy_config.status_port)
+    port = str(data.status_port)
     if annotations.get(_SCRAPE[2]) == port:
         return
     original = {k.split("/")[1]: annotations[k] for k in _SCRAPE if annotations.get(k)}
@@ -132,9 +132,7 @@ def inject_pod(
     overlay_user_containers(out["spec"], pod.get("spec") or {})
     warnings = list(decision.warnings) + data.warnings
     _prometheus_merge(out, data)
-    status_port = int(
-        data.annotation("status.sidecar.istio.io/port", str(data.proxy_config.status_port))
-    )
+    status_port = data.status_port
     default_rewrite = injector.values.sidecar_injector_webhook.rewrite_app_http_probe
     rewrite = data.annotation(REWRITE_ANNOTATION, str(default_rewrite)).lower() == "true"
     warnings += rewrite_probes(out["spec"].get("containers") or [], status_port, rewrite)
