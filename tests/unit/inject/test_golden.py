@@ -99,6 +99,11 @@ def _check_args(pod: dict[str, Any]) -> None:
         command = proxy.commands[args[1]]
         with command.make_context(args[1], args[2:]) as ctx:  # raises on an unknown flag
             assert ctx.params
+        hook = container.get("lifecycle", {}).get("postStart", {}).get("exec", {}).get("command")
+        if hook and hook[0] == "meshpilot":
+            assert hook[1:3] == ["proxy", "wait"]
+            with proxy.commands["wait"].make_context("wait", hook[3:]):
+                pass
     for container in spec.get("initContainers", []):
         if container["name"] != "istio-init":
             continue
