@@ -84,6 +84,13 @@ def _prometheus_merge(pod: JSON, data: TemplateData) -> None:
     annotations.update({_SCRAPE[2]: port, _SCRAPE[1]: "/stats/prometheus", _SCRAPE[0]: "true"})
 
 
+def _set_proxy_env(spec: JSON, env: Mapping[str, str]) -> None:
+    for container in spec.get("containers") or []:
+        if container.get("name") == "istio-proxy" and env:
+            kept = [e for e in container.get("env") or [] if e.get("name") not in env]
+            container["env"] = kept + [{"name": k, "value": v} for k, v in env.items()]
+
+
 def _status(partials: list[JSON], revision: str) -> str:
     """The sidecar.istio.io/status annotation: what injection added, and the revision."""
 
@@ -107,13 +114,15 @@ def inject_pod(
     workload: WorkloadMeta | None = None,
     namespace_labels: Mapping[str, str] | None = None,
     revisions: frozenset[str] | None = None,
+    proxy_env: Mapping[str, str] | None = None,
 ) -> InjectionResult:
     """Inject `pod` (Kubernetes JSON, not modified) with `injector`'s templates.
 
     `workload` names the object the pod comes from (the owner in the proxy's metadata);
     without it, the pod itself. With `namespace_labels`, the webhook selectors are applied
     too (the revision must be one of `revisions`, default the injector's); without, only the
-    injector's own decision, as for the webhook and istioctl kube-inject. Raises
+    injector's own decision, as for the webhook and istioctl kube-inject. `proxy_env` sets
+    env of istio-proxy (the webhook's `/inject/:ENV:K=V` and `/inject/cluster/C/net/N`). Raises
     `InjectError` for a pod that asks for something impossible (a bad annotation)."""
     meta = pod.get("metadata") or {}
     if workload is None:
@@ -130,6 +139,7 @@ def inject_pod(
     for partial in partials:
         out = merge(out, partial)
     overlay_user_containers(out["spec"], pod.get("spec") or {})
+    _set_proxy_env(out["spec"], proxy_env or {})
     warnings = list(decision.warnings) + data.warnings
     _prometheus_merge(out, data)
     status_port = data.status_port
