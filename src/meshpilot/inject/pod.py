@@ -133,8 +133,8 @@ def inject_pod(
     data = template_data(pod, workload, injector)
     names = template_names(data, injector.config.default_templates)
     partials = render(data, names)
-    out = copy.deepcopy(pod)
-    out.setdefault("metadata", {})
+    # metadata before spec, as Kubernetes writes a pod template that had none
+    out = copy.deepcopy(pod) if "metadata" in pod else {"metadata": {}, **copy.deepcopy(pod)}
     out.setdefault("spec", {})
     for partial in partials:
         out = merge(out, partial)
