@@ -48,7 +48,7 @@ class InjectorConfig(ApiModel):
     injected_annotations: dict[str, str] = Field(default_factory=dict)
     never_inject_selector: list[LabelSelector] = Field(default_factory=list)
     always_inject_selector: list[LabelSelector] = Field(default_factory=list)
-    alias: dict[str, Any] | None = None
+    # a name in inject.istio.io/templates that stands for several templates
     aliases: dict[str, list[str]] = Field(default_factory=dict)
 
 
@@ -116,6 +116,13 @@ def _config(data: Any, origin: str) -> tuple[InjectorConfig, list[str]]:
             f"{origin}: config.templates.{name}: the Go template text is not rendered; "
             f"meshpilot's built-in {name!r} template is used"
         )
+    for alias, names in config.aliases.items():
+        for name in names:
+            if name not in BUILTIN_TEMPLATES:
+                raise InjectConfigError(
+                    f"{origin}: config.aliases.{alias}: unknown template {name!r} "
+                    f"(built-in: {', '.join(BUILTIN_TEMPLATES)})"
+                )
     for name in config.default_templates:
         if name not in BUILTIN_TEMPLATES:
             raise InjectConfigError(

@@ -131,7 +131,7 @@ def inject_pod(
     if not decision.inject:
         return InjectionResult(copy.deepcopy(pod), False, decision, decision.warnings)
     data = template_data(pod, workload, injector)
-    names = template_names(data, injector.config.default_templates)
+    names = template_names(data, injector.config.default_templates, injector.config.aliases)
     partials = render(data, names)
     # metadata before spec, as Kubernetes writes a pod template that had none
     out = copy.deepcopy(pod) if "metadata" in pod else {"metadata": {}, **copy.deepcopy(pod)}

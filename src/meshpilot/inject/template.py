@@ -106,9 +106,12 @@ def gateway(data: TemplateData) -> JSON:
 TEMPLATES: dict[str, Callable[[TemplateData], JSON]] = {"sidecar": sidecar, "gateway": gateway}
 
 
-def template_names(data: TemplateData, defaults: list[str]) -> list[str]:
+def template_names(
+    data: TemplateData, defaults: list[str], aliases: dict[str, list[str]] | None = None
+) -> list[str]:
     text = data.annotations.get(TEMPLATES_ANNOTATION, "")
-    names = [n.strip() for n in text.split(",") if n.strip()] or list(defaults)
+    asked = [n.strip() for n in text.split(",") if n.strip()] or list(defaults)
+    names = [name for n in asked for name in (aliases or {}).get(n, [n])]
     for name in names:
         if name not in TEMPLATES:
             raise InjectError(

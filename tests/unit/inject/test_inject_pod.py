@@ -73,3 +73,16 @@ def test_go_template_text_of_a_builtin_name_is_reported_not_rendered() -> None:
     injector = parse_injector("templates:\n  sidecar: '{{ .Values.x }}'\n")
     assert any("config.templates.sidecar" in w and "not rendered" in w for w in injector.warnings)
     assert inject_pod(POD, injector).injected
+
+
+def test_template_aliases() -> None:
+    injector = parse_injector("aliases:\n  ingress: [gateway]\n")
+    pod = {
+        **POD,
+        "metadata": {**POD["metadata"], "annotations": {"inject.istio.io/templates": "ingress"}},
+    }
+    result = inject_pod(pod, injector)
+    proxy = next(c for c in result.pod["spec"]["containers"] if c["name"] == "istio-proxy")
+    assert proxy["args"][:2] == ["proxy", "router"]
+    with pytest.raises(InjectConfigError, match=r"config.aliases.x: unknown template 'grpc'"):
+        parse_injector("aliases:\n  x: [grpc]\n")

@@ -53,6 +53,17 @@ _ANNOTATIONS = st.dictionaries(
     ),
     st.sampled_from(["true", "false", "8080", "1,2", "", "yes"]),
     max_size=4,
+).flatmap(
+    lambda base: st.fixed_dictionaries(
+        {},
+        optional={
+            "inject.istio.io/templates": st.sampled_from(["sidecar", "gateway"]),
+            "sidecar.istio.io/interceptionMode": st.sampled_from(["REDIRECT", "NONE"]),
+            "proxy.istio.io/config": st.sampled_from(
+                ["holdApplicationUntilProxyStarts: true", "concurrency: 2"]
+            ),
+        },
+    ).map(lambda extra: {**base, **extra})
 )
 _POD = st.builds(
     lambda labels, annotations, containers, inits, proxy: {
@@ -85,9 +96,16 @@ def test_patch_of_an_injection_always_applies(pod: dict[str, Any]) -> None:
     wire = base64.b64encode(patch_bytes(pod, result.pod))
     assert json.loads(base64.b64decode(wire)) == ops
     if result.injected:
+        annotations = pod["metadata"]["annotations"]
         names = [c["name"] for c in result.pod["spec"]["containers"]]
-        assert names.count("istio-proxy") == 1 and names[-1] == "istio-proxy"
-        assert result.pod["spec"]["initContainers"][-1]["name"] == "istio-init"
+        hold = "holdApplicationUntilProxyStarts" in annotations.get("proxy.istio.io/config", "")
+        assert names.count("istio-proxy") == 1
+        assert names.index("istio-proxy") == (0 if hold else len(names) - 1)
+        inits = [c["name"] for c in result.pod["spec"].get("initContainers", [])]
+        capture = annotations.get("inject.istio.io/templates") != "gateway" and (
+            annotations.get("sidecar.istio.io/interceptionMode") != "NONE"
+        )
+        assert (inits[-1:] == ["istio-init"]) is capture
 
 
 def test_no_patch_when_not_injected() -> None:
