@@ -328,3 +328,37 @@ def test_envoy_reconnects_within_a_second_of_a_control_plane_restart(
     elapsed = time.monotonic() - restarted
     assert elapsed < 1.5, f"Envoy reconnected {elapsed:.1f}s after the control plane restart"
     assert http_get(agent.ports.health, "/healthz/ready")[0] == 200
+
+
+_WAIT_CLI = "from meshpilot.cli.proxy import proxy; proxy(prog_name='meshpilot proxy')"
+
+
+def test_proxy_wait_returns_once_the_real_agent_is_ready(
+    start_agent: AgentFactory, start_discovery: Callable[..., Discovery], mesh_ca: MeshCa
+) -> None:
+    """`meshpilot proxy wait` (the hold's postStart hook) blocks while the proxy has no
+    config and returns as soon as Envoy's 15021 readiness answers 200."""
+    xds_port = free_ports(1)[0]
+    agent = start_agent(
+        "sidecar", "--interception-mode", "NONE", "--label", "app=demo",
+        *mesh_ca.agent_args(), discovery_port=xds_port,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{agent.ports.health}/healthz/ready"
+    wait = [sys.executable, "-c", _WAIT_CLI, "wait", "--url", url, "--periodMillis", "100"]
+    early = subprocess.run([*wait, "--timeoutSeconds", "1"], capture_output=True, text=True)
+    assert early.returncode == 1 and "timeout waiting for Envoy proxy" in early.stderr
+    waiter = subprocess.Popen(
+        [*wait, "--timeoutSeconds", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        time.sleep(1)
+        assert waiter.poll() is None, "wait returned before the proxy had its config"
+        start_discovery(xds_port)
+        out, err = waiter.communicate(timeout=60)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
+    assert waiter.returncode == 0, err
+    assert b"Envoy is ready!" in out
+    assert http_get(agent.ports.health, "/healthz/ready")[0] == 200

@@ -39,6 +39,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "iptables": LazyCommand(
         "meshpilot.cli.iptables:iptables", "Install Istio's traffic capture rules (istio-iptables)."
     ),
+    "kube-inject": LazyCommand(
+        "meshpilot.cli.kube_inject:kube_inject",
+        "Add sidecars to the pods of Kubernetes files (istioctl kube-inject).",
+    ),
     "proxy": LazyCommand(
         "meshpilot.cli.proxy:proxy", "Run an Envoy proxy with its agent (Istio's pilot-agent)."
     ),
@@ -60,7 +64,7 @@ COMMANDS: dict[str, LazyCommand] = {
 
 # Commands that never read Kubernetes or Istio objects: they skip loading the GitOps kinds.
 _READ_NO_OBJECTS = frozenset(
-    {"iptables", "proxy", "proxy-config", "proxy-status", "token", "version"}
+    {"iptables", "kube-inject", "proxy", "proxy-config", "proxy-status", "token", "version"}
 )
 
 

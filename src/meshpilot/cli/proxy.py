@@ -20,6 +20,7 @@ import click
 from meshpilot.agent import AgentOptions, InterceptionMode, ProxyAgent, RuntimeOptions, XdsType
 from meshpilot.agent.options import detect_node_ip, parse_label_args, read_labels_file
 from meshpilot.cli.proxy_certs import cert_options, seconds
+from meshpilot.cli.proxy_wait import wait
 from meshpilot.errors import MeshpilotError
 from meshpilot.model.proxy import ProxyType
 from meshpilot.settings import Ports, Settings
@@ -235,6 +236,9 @@ def sidecar(**kwargs: Any) -> None:
 def router(**kwargs: Any) -> None:
     """Run a gateway (router) proxy."""
     _run(ProxyType.ROUTER, kwargs)
+
+
+proxy.add_command(wait)
 
 
 def _run(proxy_type: ProxyType, kw: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from google.protobuf import any_pb2
 from meshpilot.config.kinds import Kind
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.objects import ConfigObject
+from meshpilot.inject.policy import injection_override
 from meshpilot.model.proxy import Proxy, ProxyType, proxy_from_pod
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import WatchedResource
@@ -318,9 +319,8 @@ def load_generators() -> None:
     generator(TypeUrl.CLUSTER, ProxyType.SIDECAR)
 
 
-# Istio's pod annotations: interception mode of the injected sidecar, and opting a pod out.
+# Istio's pod annotation: interception mode of the injected sidecar.
 _INTERCEPTION = "sidecar.istio.io/interceptionMode"
-_INJECT = "sidecar.istio.io/inject"
 # Seconds of startup spent building clusters ahead for proxies not connected yet.
 PREBUILD_BUDGET = 5.0
 
@@ -333,8 +333,8 @@ def _known_sidecars(push: PushContext) -> list[Proxy]:
     selectors = [gw.model.spec.selector for gw in push.gateways if gw.model.spec.selector]
     for pod in cast(Sequence[ConfigObject[Pod]], push.of_kind(Kind.POD)):
         meta = pod.model.metadata
-        if "false" in (meta.labels.get(_INJECT), meta.annotations.get(_INJECT)):
-            continue
+        if injection_override(meta.labels, meta.annotations) is False:
+            continue  # the pod opted out of its sidecar
         if any(all(meta.labels.get(k) == v for k, v in sel.items()) for sel in selectors):
             continue  # a gateway's pod: its proxy is a router, built when it connects
         proxy = proxy_from_pod(pod, ProxyType.SIDECAR, push.domain_suffix)

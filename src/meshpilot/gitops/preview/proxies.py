@@ -19,6 +19,7 @@ from typing import Any, cast
 from meshpilot.config.kinds import Kind
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.objects import ConfigObject
+from meshpilot.inject.policy import injection_override
 from meshpilot.model.proxy import ProxyType, as_verified, proxy_from_pod
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.relevance import ALL_TYPES
@@ -30,7 +31,6 @@ __all__ = ["ClassKey", "ProxyClass", "Translation", "proxy_classes", "translate_
 
 _TLS_MODE_LABEL = "security.istio.io/tlsMode"
 _STATUS_ANNOTATION = "sidecar.istio.io/status"
-_INJECT = "sidecar.istio.io/inject"
 
 _SECTIONS = {
     "cds": ("clusters", TypeUrl.CLUSTER),
@@ -70,7 +70,7 @@ def _marked(pod: ConfigObject[Pod]) -> bool:
 
 def _opted_out(pod: ConfigObject[Pod]) -> bool:
     meta = pod.model.metadata
-    return "false" in (meta.labels.get(_INJECT), meta.annotations.get(_INJECT))
+    return injection_override(meta.labels, meta.annotations) is False
 
 
 def proxy_classes(push: PushContext) -> dict[ClassKey, ProxyClass]:
