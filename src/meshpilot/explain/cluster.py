@@ -98,7 +98,9 @@ def _tls(cluster: cluster_pb2.Cluster) -> tuple[bool, list[str]]:
             ]
     if cluster.HasField("transport_socket") and cluster.transport_socket.name.endswith("tls"):
         text = _tls_text(cluster.transport_socket)
-        return False, [f"TLS: {text}"]
+        # Istio mTLS to every endpoint (DestinationRule ISTIO_MUTUAL) when it presents the
+        # workload certificate.
+        return text.startswith("mutual"), [f"TLS: {text}"]
     return False, ["TLS: none (plaintext)"]
 
 
@@ -128,7 +130,8 @@ def _endpoints(
         for lb in group.lb_endpoints:
             sock = lb.endpoint.address.socket_address
             tls = _meta(lb.metadata, "envoy.transport_socket_match")
-            mtls = offers_mtls and "tlsMode" in tls and tls["tlsMode"].string_value == "istio"
+            by_label = "tlsMode" in tls and tls["tlsMode"].string_value == "istio"
+            mtls = offers_mtls and (by_label or not cluster.transport_socket_matches)
             health = health_check_pb2.HealthStatus.Name(lb.health_status)
             out.append(
                 EndpointView(

@@ -58,6 +58,11 @@ def walk_http(walk: _Outbound, hcm: hcm_pb2.HttpConnectionManager) -> Outcome:
             False, 404, "", f"no virtual host for {vh.authority} (NR)", dies_at="virtual_host"
         )
     trail.add("virtual_host", vh.vhost.name, f"domain {vh.domain!r} matches {vh.authority}")
+    if vh.vhost.require_tls and req.scheme == "http":
+        # Envoy answers before routing: a Gateway server's tls.httpsRedirect.
+        trail.add("route", vh.vhost.name, "require_tls: plaintext gets 301 to https://")
+        why = f"301 redirect to https://{vh.authority}{req.path} (require_tls)"
+        return Outcome(False, 301, "", why, dies_at="virtual_host")
     choice = match_route(vh.vhost, req)
     skipped = tuple(f"route {name} skipped: {why}" for name, why in choice.skipped)
     if choice.route is None:
@@ -85,6 +90,9 @@ def walk_http(walk: _Outbound, hcm: hcm_pb2.HttpConnectionManager) -> Outcome:
         action.details,
         (ref,),
     )
+    if action.direct_code is not None and vh.vhost.name == "block_all":
+        why = f"outboundTrafficPolicy REGISTRY_ONLY: {vh.authority} is not in the registry"
+        return Outcome(False, action.direct_code, "", why, dies_at="action")
     if action.direct_code is not None:
         return Outcome(
             False,

@@ -43,7 +43,7 @@ def walk_inbound(
     if dest is None or dest.config is None or dest.proxy_type != "sidecar":
         why = "no proxy" if dest is None or dest.config is None else "a gateway"
         return Outcome(
-            True, None, cluster, f"delivered to {where} ({why} on that side)", destination=where
+            True, None, cluster, f"reaches {where} ({why} on that side)", destination=where
         )
     trail = Trail("inbound", outbound.hops)
     pod = scene.index.ref_pod(dest)
@@ -131,7 +131,9 @@ def walk_inbound(
     if isinstance(terminal, hcm_pb2.HttpConnectionManager) and request is not None:
         return _inbound_http(trail, scene.index, dest, terminal, peer, cluster, where)
     trail.add("app", where, f"tcp_proxy to the app on {where}")
-    return Outcome(True, None, cluster, f"delivered to {where}", destination=where)
+    return Outcome(
+        True, None, cluster, "reaches the app: the response is the app's", destination=where
+    )
 
 
 def _inbound_http(
@@ -169,20 +171,23 @@ def _inbound_http(
         route = match_route(vh.vhost, peer.request).route if vh.vhost else None
         inbound_cluster = route.route.cluster if route is not None else ""
     trail.add("app", inbound_cluster or where, f"to the app on {where}")
-    return Outcome(True, None, cluster, f"delivered to {where}", destination=where)
+    return Outcome(
+        True, None, cluster, "reaches the app: the response is the app's", destination=where
+    )
 
 
 def _rbac_hop(trail: Trail, index: ObjectIndex, rules: rbac_pb2.RBAC, peer: Peer, name: str) -> str:
     """Adds the RBAC hop; returns why it denies, or ""."""
     verdict: RbacVerdict = evaluate_rbac(rules, peer)
-    ref = _policy_ref(index, verdict.policy)
+    names = [verdict.policy] if verdict.policy else sorted(rules.policies)
+    refs = [_policy_ref(index, policy) for policy in names]
     note = (
         ("it has JWT-claim conditions, taken as not met without a token",)
         if verdict.unevaluated
         else ()
     )
     state = "allows" if verdict.allowed else "denies"
-    trail.add("rbac", name, f"{verdict.action} RBAC {state}: {verdict.reason}", note, (ref,))
+    trail.add("rbac", name, f"{verdict.action} RBAC {state}: {verdict.reason}", note, refs)
     return "" if verdict.allowed else verdict.reason
 
 

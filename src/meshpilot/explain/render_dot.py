@@ -13,8 +13,8 @@ def _quote(text: str) -> str:
 
 
 def _label(hop: Hop) -> str:
-    lines = [hop.stage.replace("_", " "), hop.envoy[:60], hop.summary[:70]]
-    lines += [str(o)[:70] for o in hop.objects[:2]]
+    lines = [hop.stage.replace("_", " "), hop.envoy[:60], hop.summary[:90]]
+    lines += [str(o) for o in hop.objects[:2]]
     return "\\n".join(_quote(line)[1:-1] for line in lines if line)
 
 
