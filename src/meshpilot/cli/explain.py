@@ -19,6 +19,12 @@ __all__ = ["explain"]
 @files_option
 @click.option("--from", "source", metavar="POD.NAMESPACE", help="The pod whose sidecar sends it.")
 @click.option("--gateway", metavar="POD.NAMESPACE", help="The gateway pod that receives it.")
+@click.option(
+    "--pod",
+    "describe",
+    metavar="POD.NAMESPACE",
+    help="Describe a pod instead (istioctl x describe pod): services, subsets, routes, mTLS.",
+)
 @click.option("-X", "--request", "method", default="GET", show_default=True, help="HTTP method.")
 @click.option(
     "-H",
@@ -31,15 +37,16 @@ __all__ = ["explain"]
 @click.option(
     "-o", "--output", type=click.Choice(["text", "json", "svg"]), default="text", show_default=True
 )
-@click.argument("url", metavar="URL")
+@click.argument("url", metavar="URL", required=False)
 def explain(
     filenames: tuple[str, ...],
     source: str | None,
     gateway: str | None,
+    describe: str | None,
     method: str,
     headers: tuple[str, ...],
     output: str,
-    url: str,
+    url: str | None,
 ) -> None:
     """Walk URL (http://host:port/path, https://..., tcp://host:port, tls://sni:port) through
     the Envoy config of the --from sidecar or the --gateway, naming the object behind each hop."""
@@ -47,10 +54,15 @@ def explain(
     from meshpilot.explain.render_dot import render_dot
     from meshpilot.explain.render_text import render_text
 
+    if describe:
+        _describe(filenames, describe)
+        return
     if bool(source) == bool(gateway):
         raise click.UsageError(
-            "give exactly one of --from POD.NAMESPACE or --gateway POD.NAMESPACE"
+            "give exactly one of --from POD.NAMESPACE or --gateway POD.NAMESPACE (or --pod)"
         )
+    if not url:
+        raise click.UsageError("give the request's URL (http://reviews:9080/, tcp://mongodb:27017)")
     ref = source or gateway or ""
     try:
         request = parse_request(url, method, headers)
@@ -84,6 +96,23 @@ def explain(
         click.echo(_svg(render_dot(result)), nl=False)
     else:
         click.echo(render_text(result))
+
+
+def _describe(filenames: tuple[str, ...], ref: str) -> None:
+    from meshpilot.explain.describe import describe_pod
+
+    loaded = load_inputs(filenames)
+    print_diagnostics(loaded.diagnostics)
+    push = build_push_context(loaded.served, loaded.mesh)
+    name, _, namespace = ref.partition(".")
+    pod = push.pod(namespace or "default", name)
+    if pod is None:
+        pods = [obj for obj in loaded.objects if obj.key.kind is Kind.POD]
+        raise click.ClickException(
+            f"--pod {ref}: no Pod named {name!r} in namespace {namespace or 'default'!r} "
+            f"among the input objects{closest_pods(ref, pods)}"
+        )
+    click.echo(describe_pod(push, pod))
 
 
 def _svg(dot_text: str) -> str:

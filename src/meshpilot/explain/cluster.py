@@ -35,6 +35,7 @@ class ClusterView:
     subset: str
     service: tuple[str, str] | None  # (hostname, namespace) the cluster is for
     kind: str  # EDS, STRICT_DNS, ORIGINAL_DST, STATIC...
+    sni: str = ""  # the SNI of the cluster's upstream TLS ("" for plaintext)
 
 
 def _meta(md: base_pb2.Metadata, key: str) -> Mapping[str, struct_pb2.Value]:
@@ -73,6 +74,7 @@ def view_cluster(
         subset,
         service,
         cluster_pb2.Cluster.DiscoveryType.Name(cluster.type),
+        _sni(cluster),
     )
 
 
@@ -102,6 +104,16 @@ def _tls(cluster: cluster_pb2.Cluster) -> tuple[bool, list[str]]:
         # workload certificate.
         return text.startswith("mutual"), [f"TLS: {text}"]
     return False, ["TLS: none (plaintext)"]
+
+
+def _sni(cluster: cluster_pb2.Cluster) -> str:
+    sockets = [m.transport_socket for m in cluster.transport_socket_matches]
+    for socket in [*sockets, cluster.transport_socket]:
+        if str(socket.name).endswith("tls"):
+            ctx = tls_pb2.UpstreamTlsContext()
+            socket.typed_config.Unpack(ctx)
+            return str(ctx.sni)
+    return ""
 
 
 def _tls_text(socket: base_pb2.TransportSocket) -> str:

@@ -28,7 +28,7 @@ def render_dot(ex: Explanation) -> str:
         '  node [shape=box, style="rounded,filled", fillcolor="#eef3fb", fontname=Helvetica];',
         f"  label={_quote(title)}; labelloc=t; fontname=Helvetica;",
     ]
-    for side in ("outbound", "inbound"):
+    for side in ("outbound", "gateway", "inbound"):
         hops = [(i, h) for i, h in enumerate(ex.hops) if h.side == side]
         if not hops:
             continue

@@ -16,10 +16,8 @@ def render_text(ex: Explanation) -> str:
     for n, hop in enumerate(ex.hops, 1):
         if hop.side != side:
             side = hop.side
-            who = ex.proxy if side == "outbound" else "destination"
-            lines.append(
-                f"{side} ({who})" if side == "outbound" else f"{side} (destination sidecar)"
-            )
+            heads = {"outbound": f"outbound ({ex.proxy})", "gateway": "gateway (the next proxy)"}
+            lines.append(heads.get(side, "inbound (destination sidecar)"))
         envoy = f" [{hop.envoy}]" if hop.envoy else ""
         lines.append(f"{n:>3}. {hop.stage}{envoy}: {hop.summary}")
         lines.extend(f"       {d}" for d in hop.details)

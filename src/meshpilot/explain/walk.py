@@ -4,7 +4,7 @@ route and cluster to an endpoint; the destination's inbound side is in inbound.p
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from envoy.config.listener.v3 import listener_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
@@ -137,13 +137,15 @@ class _Outbound:
         self.trail.add("listener", "", f"no listener on port {port}: the connection is refused")
         return Outcome(False, None, "", f"no listener on port {port}", dies_at="listener")
 
-    def _listener(self, listener: listener_pb2.Listener, ip: str, port: int) -> Outcome:
+    def _listener(
+        self, listener: listener_pb2.Listener, ip: str, port: int, conn: Connection | None = None
+    ) -> Outcome:
         req = self.request
         sni = req.host if req.is_tls else ""
         alpn = (
             ("http/1.1",) if req.is_http else (("h2", "http/1.1") if req.scheme == "https" else ())
         )
-        conn = Connection(
+        conn = conn or Connection(
             ip or "0.0.0.0", port, sni, "tls" if req.is_tls else "raw_buffer", alpn, self.source.ip
         )
         if listener.name != VIRTUAL_OUTBOUND:
@@ -253,15 +255,38 @@ class _Outbound:
                 "sent to the resolved host",
                 destination=f"{chosen.address}:{chosen.port}",
             )
+        nxt = self.scene.workload(chosen.address)
+        if nxt is not None and nxt.proxy_type == "router" and nxt.config is not None:
+            return self._into_gateway(nxt, chosen, view.sni, name, http)
         return walk_inbound(
             self.scene, self.source, self.request if http else None, chosen, name, self.trail
         )
+
+    def _into_gateway(
+        self, dest: Workload, ep: EndpointView, sni: str, cluster: str, http: bool
+    ) -> Outcome:
+        """An egress (or ingress) gateway as the next hop: walk its own config onwards."""
+        assert dest.config is not None
+        trail = Trail("gateway", self.trail.hops)
+        nested = _Outbound(dest, self.request, self.scene, trail, self.notes)
+        listener = find_listener(dest.config.listeners, "0.0.0.0", ep.port)
+        if listener is None:
+            trail.add("listener", "", f"{dest.name} has no listener on {ep.port}: refused")
+            why = f"{dest.name} has no listener on port {ep.port}"
+            return Outcome(False, 503 if http else None, cluster, why, dies_at="listener")
+        alpn = ("istio-peer-exchange", "istio") if ep.mtls else (("http/1.1",) if http else ())
+        transport = "tls" if sni else "raw_buffer"
+        conn = Connection(ep.address, ep.port, sni, transport, alpn, self.source.ip)
+        out = nested._listener(listener, ep.address, ep.port, conn)
+        # %UPSTREAM_CLUSTER% of the source proxy stays the cluster to the gateway.
+        onwards = f"; {dest.name} sends it to {out.cluster}" if out.cluster else ""
+        return replace(out, cluster=cluster, reason=f"{out.reason}{onwards}")
 
 
 def _endpoint_text(e: EndpointView) -> str:
     pod = f" pod {e.pod}" if e.pod else ""
     loc = f" locality {e.locality}" if e.locality else ""
-    tls = " mTLS" if e.mtls else " plaintext"
+    tls = " mTLS" if e.mtls else ""
     return f"{e.address}:{e.port}{pod}{loc} {e.health}{tls}"
 
 
