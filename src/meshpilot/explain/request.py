@@ -42,11 +42,12 @@ class Request:
     def header(self, name: str) -> str | None:
         """The request header `name` (case-insensitive); :authority, :path, :method too."""
         lower = name.lower()
-        pseudo = {":authority": self.host, ":path": self.path, ":method": self.method}
+        if lower in (":authority", "host"):
+            # A Host header given with -H wins over the URL's host, as with curl.
+            return next((v for k, v in self.headers if k == "host"), self.host)
+        pseudo = {":path": self.path, ":method": self.method}
         if lower in pseudo:
             return pseudo[lower]
-        if lower == "host":
-            return self.host
         for key, value in self.headers:
             if key.lower() == lower:
                 return value
