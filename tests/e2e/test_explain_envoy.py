@@ -11,13 +11,16 @@ the access log's %UPSTREAM_CLUSTER%.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from tests.e2e.live_mesh import assert_no_nacks, running_mesh, wait_for
 
+from meshpilot.cli.main import cli
 from meshpilot.config.loader import load_paths
 from meshpilot.demo.mesh import DemoMesh
 from meshpilot.demo.topology import API_HOST, EGRESS_HOST, UNREGISTERED_HOST
@@ -114,3 +117,37 @@ def test_explain_predicts_an_rbac_403_and_names_the_policy(mesh: DemoMesh) -> No
     finally:
         mesh.workspace.config.remove("explain-authz.yaml")
     assert_no_nacks(mesh)
+
+
+def test_live_explain_from_discovery_and_from_the_envoys_own_config_dump(
+    mesh: DemoMesh, tmp_path: Path
+) -> None:
+    """--discovery reads the running control plane; --config-dump what the Envoy itself
+    runs (its admin /config_dump): both predict what the offline walk predicts."""
+    assert mesh.control is not None and mesh.workspace is not None
+    url, jason = "http://reviews:9080/", "end-user: jason"
+    offline = _explain(mesh, "client", url, jason).outcome
+    assert offline.cluster == "outbound|9080|v2|reviews.default.svc.cluster.local"
+    status, dump = mesh.admin("client", "/config_dump?include_eds")
+    assert status == 200
+    (tmp_path / "client.json").write_text(dump)
+    runs = {
+        "discovery": ["--discovery", mesh.control.url],
+        "config-dump": [
+            "-f",
+            str(mesh.workspace.config.path),
+            "--config-dump",
+            str(tmp_path / "client.json"),
+        ],
+    }
+    for name, args in runs.items():
+        result = CliRunner().invoke(
+            cli, ["explain", *args, "--from", "client.default", "-H", jason, "-o", "json", url]
+        )
+        assert result.exit_code == 0, f"{name}: {result.output}"
+        outcome = json.loads(result.stdout)["outcome"]
+        assert (outcome["cluster"], outcome["code"], outcome["delivered"]) == (
+            offline.cluster,
+            offline.code,
+            offline.delivered,
+        ), name

@@ -3,7 +3,7 @@ reaches it (the source always; a destination only when traffic gets there)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from meshpilot.config.kinds import Kind
@@ -19,24 +19,41 @@ from meshpilot.model.proxy import ProxyType, as_verified, proxy_from_pod
 from meshpilot.model.push_context import PushContext
 from meshpilot.registry.workloads import tls_mode_from_labels
 from meshpilot.xds.generate import generate_proxy_config
+from meshpilot.xds.output import ProxyConfig
 
-__all__ = ["build_scene", "workload_of"]
+__all__ = ["ConfigSource", "build_scene", "generated", "workload_of"]
 
 
 def _has_proxy(pod: ConfigObject[Pod], kind: ProxyType) -> bool:
     return kind is ProxyType.ROUTER or tls_mode_from_labels(pod.labels) == "istio"
 
 
+# Where a proxy's config comes from: generated here (offline), or fetched (live).
+ConfigSource = Callable[[ConfigObject[Pod], ProxyType], ProxyConfig]
+
+
+def generated(push: PushContext) -> ConfigSource:
+    def config_for(pod: ConfigObject[Pod], kind: ProxyType) -> ProxyConfig:
+        proxy = as_verified(proxy_from_pod(pod, kind, push.domain_suffix))
+        return generate_proxy_config(push, proxy)
+
+    return config_for
+
+
 def workload_of(
-    push: PushContext, pod: ConfigObject[Pod], kind: ProxyType | None = None
+    push: PushContext,
+    pod: ConfigObject[Pod],
+    kind: ProxyType | None = None,
+    config_for: ConfigSource | None = None,
 ) -> Workload:
-    """One pod as the walk sees it, with the config meshpilot generates for its proxy."""
+    """One pod as the walk sees it, with its proxy's config (generated unless given)."""
     try:
         kind = kind or infer_proxy_type(pod)
     except AmbiguousProxyTypeError as exc:
         raise ExplainError(str(exc)) from exc
-    proxy = as_verified(proxy_from_pod(pod, kind, push.domain_suffix))
-    config = generate_proxy_config(push, proxy) if _has_proxy(pod, kind) else None
+    proxy = proxy_from_pod(pod, kind, push.domain_suffix)
+    source = config_for or generated(push)
+    config = source(pod, kind) if _has_proxy(pod, kind) else None
     index = ObjectIndex(push.by_key)
     return Workload(
         name=f"{pod.name}.{pod.namespace}",
@@ -52,7 +69,7 @@ def workload_of(
     )
 
 
-def build_scene(push: PushContext) -> Scene:
+def build_scene(push: PushContext, config_for: ConfigSource | None = None) -> Scene:
     pods = cast(Sequence[ConfigObject[Pod]], push.of_kind(Kind.POD))
     by_ip: dict[str, ConfigObject[Pod]] = {}
     for pod in pods:
@@ -63,7 +80,7 @@ def build_scene(push: PushContext) -> Scene:
     def workload(ip: str) -> Workload | None:
         if ip not in memo:
             pod = by_ip.get(ip)
-            memo[ip] = workload_of(push, pod) if pod is not None else None
+            memo[ip] = workload_of(push, pod, None, config_for) if pod is not None else None
         return memo[ip]
 
     def resolve(host: str, namespace: str) -> str | None:

@@ -3,6 +3,7 @@ the path with Graphviz."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -48,6 +49,57 @@ def test_bad_input_is_one_clear_error(args: list[str], message: str) -> None:
     code, output = _run(*args)
     assert code != 0
     assert message in output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--from", PRODUCTPAGE, "http://reviews:9080/"],
+            "give the mesh with -f FILES|DIR or with",
+        ),
+        (
+            ["--discovery", "127.0.0.1:1", "--from", PRODUCTPAGE, "http://reviews:9080/"],
+            "127.0.0.1:1",
+        ),
+        (
+            [
+                "-f",
+                BOOKINFO,
+                "--config-dump",
+                "/nonexistent.json",
+                "--from",
+                PRODUCTPAGE,
+                "http://r/",
+            ],
+            "--config-dump /nonexistent.json: cannot read it as JSON",
+        ),
+    ],
+)
+def test_bad_sources_are_one_clear_error(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(cli, ["explain", *args])
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert message in result.output
+
+
+def test_config_dump_of_the_source_walks_the_same_path(tmp_path: Path) -> None:
+    """An Envoy-shaped config dump of productpage (here the control plane's own
+    /debug/config_dump body) gives the walk the offline run gives."""
+    from meshpilot.config.loader import load_paths
+    from meshpilot.model.proxy import ProxyType, as_verified, proxy_from_pod
+    from meshpilot.model.push_context import build_push_context
+    from meshpilot.xds.debug import config_dump
+
+    loaded = load_paths([BOOKINFO])
+    push = build_push_context(loaded.served, loaded.mesh)
+    pod = push.pod("default", PRODUCTPAGE.split(".")[0])
+    assert pod is not None
+    dump = config_dump(push, as_verified(proxy_from_pod(pod, ProxyType.SIDECAR)))
+    (tmp_path / "dump.json").write_text(json.dumps(dump))
+    url = ["-o", "json", "-H", "end-user: jason", "http://reviews:9080/reviews/1"]
+    _, offline = _run("--from", PRODUCTPAGE, *url)
+    _, dumped = _run("--config-dump", str(tmp_path / "dump.json"), "--from", PRODUCTPAGE, *url)
+    assert json.loads(dumped) == json.loads(offline)
 
 
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
