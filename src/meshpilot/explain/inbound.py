@@ -4,6 +4,7 @@ leaves for this connection, RBAC (AuthorizationPolicy), JWT, and the app's port.
 from __future__ import annotations
 
 from envoy.config.listener.v3 import listener_components_pb2 as lc
+from envoy.config.listener.v3 import listener_pb2
 from envoy.config.rbac.v3 import rbac_pb2
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as http_rbac_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
@@ -103,7 +104,7 @@ def walk_inbound(
         "inbound_chain",
         choice.name,
         f"chain {choice.name} ({tls}) accepts {sent}; PeerAuthentication {mode}",
-        choice.reasons,
+        (*choice.reasons, f"plaintext accepted on port {ep.port}: {_plain(listener, ep, request)}"),
         pa,
     )
     principal = (
@@ -203,6 +204,13 @@ def _policy_ref(index: ObjectIndex, policy: str) -> ObjectRef | None:
         i = rest[rest.index("-rule[") + 6 : -1]
         path = ("spec", "rules", int(i)) if i.isdigit() else ()
     return index.ref(Kind.AUTHORIZATION_POLICY, ns, name, path)
+
+
+def _plain(listener: listener_pb2.Listener, ep: EndpointView, request: Request | None) -> str:
+    """Whether a plaintext caller (no sidecar, or TLS disabled) would get a chain here."""
+    alpn = ("http/1.1",) if request else ()
+    chain = match_chain(listener, Connection(ep.address, ep.port, "", "raw_buffer", alpn)).chain
+    return "yes" if chain is not None and chain.name != "virtualInbound-blackhole" else "no"
 
 
 def _is_tls(chain: lc.FilterChain) -> bool:

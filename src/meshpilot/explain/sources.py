@@ -74,6 +74,16 @@ class ObjectIndex:
                     return self.of(obj, ("spec", "hosts", hosts.index(host)))
         return None
 
+    def rule_ref(self, config: str, subset: str) -> ObjectRef | None:
+        """The DestinationRule behind a cluster, at `spec.subsets[i]` for a subset's."""
+        plain = self.from_path(config) if config else None
+        obj = self.get(Kind(plain.kind), plain.namespace, plain.name) if plain else None
+        if obj is None or not subset:
+            return plain
+        names = [s.name for s in getattr(obj.model.spec, "subsets", None) or []]
+        path = ("spec", "subsets", names.index(subset)) if subset in names else ()
+        return self.of(obj, path)
+
     def from_path(self, config: str, path: tuple[str | int, ...] = ()) -> ObjectRef | None:
         """`/apis/<group>/<version>/namespaces/<ns>/<kebab-kind>/<name>` → its ref."""
         parts = config.strip("/").split("/")

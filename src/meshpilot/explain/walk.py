@@ -219,13 +219,7 @@ class _Outbound:
             )
         cla = next((e for e in self._config.endpoints if e.cluster_name == name), None)
         view = view_cluster(cluster, cla, self.scene.pods_by_ip)
-        dr = (
-            self.scene.index.from_path(view.config, ("spec", "subsets"))
-            if view.config and view.subset
-            else self.scene.index.from_path(view.config)
-            if view.config
-            else None
-        )
+        dr = self.scene.index.rule_ref(view.config, view.subset)
         self.trail.add(
             "cluster",
             name,
