@@ -81,6 +81,8 @@ def _virtual_services(
         gateways = [g for g in spec.gateways if g != "mesh"]
         where = f" via gateways {', '.join(gateways)}" if gateways else ""
         out.append(f"   VirtualService: {index.of(vs)}{where}")
+        for name in gateways:
+            out.extend(_exposure(index, name, vs.namespace, list(spec.hosts)))
         for i, route in enumerate(spec.http):
             dests = [
                 d for d in route.route or [] if _same_host(d.destination.host, svc, vs.namespace)
@@ -96,6 +98,38 @@ def _virtual_services(
             name = f" {route.name}" if route.name else ""
             out.append(f"      http[{i}]{name} {cond}: {', '.join(parts)}")
     return out
+
+
+def _exposure(index: ObjectIndex, ref: str, namespace: str, hosts: list[str]) -> list[str]:
+    """The Gateway servers a VirtualService is bound to: how the pod is exposed."""
+    ns, _, name = ref.rpartition("/")
+    gw = index.get(Kind.GATEWAY, ns or namespace, name)
+    if gw is None:
+        return [f"      exposed on Gateway {ref}: no such Gateway (IST0101)"]
+    out = []
+    for i, server in enumerate(gw.model.spec.servers or []):
+        shared = [h for h in hosts if any(_host_in(h, s) for s in server.hosts)]
+        if shared:
+            tls = _tls_text(server)
+            port = f"{server.port.number}/{server.port.protocol}"
+            refs = index.of(gw, ("spec", "servers", i))
+            out.append(f"      exposed on {port}{tls} as {', '.join(shared)} ({refs})")
+    return out
+
+
+def _tls_text(server: Any) -> str:
+    if server.tls is None:
+        return ""
+    if server.tls.https_redirect:
+        return " (redirects to HTTPS)"
+    protocol = str(server.port.protocol).upper()
+    return f" TLS {server.tls.mode}" if protocol in ("HTTPS", "TLS") else ""
+
+
+def _host_in(host: str, server_host: str) -> bool:
+    """A Gateway server host (`ns/host`, `*/host`, `*.suffix`) covers `host`."""
+    pattern = server_host.split("/", 1)[-1]
+    return pattern == "*" or host_matches(pattern, host) or host_matches(host, pattern)
 
 
 def _dest_hosts(spec: Any) -> list[str]:

@@ -57,7 +57,13 @@ def walk_http(walk: _Outbound, hcm: hcm_pb2.HttpConnectionManager) -> Outcome:
         return Outcome(
             False, 404, "", f"no virtual host for {vh.authority} (NR)", dies_at="virtual_host"
         )
-    trail.add("virtual_host", vh.vhost.name, f"domain {vh.domain!r} matches {vh.authority}")
+    trail.add(
+        "virtual_host",
+        vh.vhost.name,
+        f"domain {vh.domain!r} matches {vh.authority}",
+        (),
+        (index.vhost_ref(vh.vhost.name),),
+    )
     if vh.vhost.require_tls and req.scheme == "http":
         # Envoy answers before routing: a Gateway server's tls.httpsRedirect.
         trail.add("route", vh.vhost.name, "require_tls: plaintext gets 301 to https://")

@@ -119,7 +119,7 @@ def walk_inbound(
             f.typed_config.Unpack(net)
             if not net.HasField("rules"):  # shadow (dry-run) rules only
                 continue
-            denied = _rbac_hop(trail, scene.index, net.rules, peer, net.stat_prefix)
+            denied = _rbac_hop(trail, scene.index, net.rules, peer, NET_RBAC)
             if denied:
                 return Outcome(
                     False,

@@ -68,7 +68,7 @@ class ObjectIndex:
         if host.endswith(".svc.cluster.local") and self.get(Kind.SERVICE, namespace, short):
             return self.ref(Kind.SERVICE, namespace, short)
         for key, obj in self._by_key.items():
-            if key.kind is Kind.SERVICE_ENTRY and key.namespace == namespace:
+            if key.kind is Kind.SERVICE_ENTRY and namespace in ("", key.namespace):
                 hosts = list(getattr(obj.model.spec, "hosts", []) or [])
                 if host in hosts:
                     return self.of(obj, ("spec", "hosts", hosts.index(host)))
@@ -83,6 +83,13 @@ class ObjectIndex:
         names = [s.name for s in getattr(obj.model.spec, "subsets", None) or []]
         path = ("spec", "subsets", names.index(subset)) if subset in names else ()
         return self.of(obj, path)
+
+    def vhost_ref(self, vhost: str) -> ObjectRef | None:
+        """The Service or ServiceEntry behind a virtual host named `host:port`."""
+        host = vhost.rsplit(":", 1)[0]
+        parts = host.split(".")
+        namespace = parts[1] if host.endswith(".svc.cluster.local") and len(parts) > 2 else ""
+        return self.service_ref((host, namespace))
 
     def from_path(self, config: str, path: tuple[str | int, ...] = ()) -> ObjectRef | None:
         """`/apis/<group>/<version>/namespaces/<ns>/<kebab-kind>/<name>` → its ref."""
