@@ -55,9 +55,9 @@ class ObjectIndex:
     def of(self, obj: ConfigObject[Any], path: tuple[str | int, ...] = ()) -> ObjectRef:
         return self.ref(obj.key.kind, obj.namespace, obj.name, path)
 
-    def ref_pod(self, workload: _Named) -> ObjectRef:
+    def ref_pod(self, workload: _Named, path: tuple[str | int, ...] = ()) -> ObjectRef:
         name = workload.name.rsplit(".", 1)[0]
-        return self.ref(Kind.POD, workload.namespace, name)
+        return self.ref(Kind.POD, workload.namespace, name, path)
 
     def service_ref(self, service: tuple[str, str] | None) -> ObjectRef | None:
         """The Service (or ServiceEntry) behind a cluster's (hostname, namespace)."""

@@ -19,6 +19,7 @@ from meshpilot.explain.request import ExplainError, Request
 from meshpilot.explain.result import Explanation, Outcome
 from meshpilot.explain.scene import Scene, Workload
 from meshpilot.explain.trail import Trail, network_filter
+from meshpilot.xds.output import ProxyConfig
 
 __all__ = ["explain"]
 
@@ -58,7 +59,7 @@ class _Outbound:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def _config(self):  # type: ignore[no-untyped-def]
+    def _config(self) -> ProxyConfig:
         assert self.source.config is not None
         return self.source.config
 
@@ -90,14 +91,17 @@ class _Outbound:
         excluded_ports = _ints(ann.get("traffic.sidecar.istio.io/excludeOutboundPorts", ""))
         excluded_ranges = _split(ann.get("traffic.sidecar.istio.io/excludeOutboundIPRanges", ""))
         included = ann.get("traffic.sidecar.istio.io/includeOutboundIPRanges", "*") or "*"
-        why = ""
+        why, key = "", ""
         if port in excluded_ports:
-            why = f"port {port} is in traffic.sidecar.istio.io/excludeOutboundPorts"
+            why, key = f"port {port} is in", "excludeOutboundPorts"
         elif ip and _in_any(ip, excluded_ranges):
-            why = f"{ip} is in traffic.sidecar.istio.io/excludeOutboundIPRanges"
+            why, key = f"{ip} is in", "excludeOutboundIPRanges"
         elif ip and included != "*" and not _in_any(ip, _split(included)):
-            why = f"{ip} is outside traffic.sidecar.istio.io/includeOutboundIPRanges"
-        pod = self.scene.index.ref_pod(self.source)
+            why, key = f"{ip} is outside", "includeOutboundIPRanges"
+        annotation = f"traffic.sidecar.istio.io/{key}"
+        why = f"{why} {annotation}" if why else ""
+        path = ("metadata", "annotations", annotation) if key else ()
+        pod = self.scene.index.ref_pod(self.source, path)
         if why:
             self.trail.add("capture", "iptables ISTIO_OUTPUT", f"not captured: {why}", (), (pod,))
             return Outcome(
@@ -112,7 +116,11 @@ class _Outbound:
             "capture",
             "iptables ISTIO_OUTPUT",
             f"{target} redirected to the sidecar on 15001 (iptables REDIRECT)",
-            (f"resolved {self.request.host} to {ip}",) if ip and ip != self.request.host else (),
+            (f"resolved {self.request.host} to {ip}",)
+            if ip and ip != self.request.host
+            else ()
+            if ip
+            else (f"{self.request.host} resolves to an address outside the mesh registry",),
             (pod,),
         )
         return None
