@@ -6,6 +6,7 @@ from __future__ import annotations
 from envoy.config.listener.v3 import listener_components_pb2 as lc
 from envoy.config.listener.v3 import listener_pb2
 from envoy.config.rbac.v3 import rbac_pb2
+from envoy.extensions.filters.http.jwt_authn.v3 import config_pb2 as jwt_pb2
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as http_rbac_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
@@ -149,11 +150,15 @@ def _inbound_http(
     assert peer.request is not None and dest.config is not None
     for f in hcm.http_filters:
         if f.name == JWT:
+            jwt = jwt_pb2.JwtAuthentication()
+            f.typed_config.Unpack(jwt)
+            issuers = sorted({p.issuer for p in jwt.providers.values() if p.issuer})
             trail.add(
                 "jwt",
-                "jwt_authn",
+                JWT,
                 "RequestAuthentication: a JWT, if present, must be valid "
-                "(a request without one passes this filter)",
+                "(a request without one passes this filter; AuthorizationPolicy may require it)",
+                tuple(f"issuer {i}" for i in issuers),
             )
         if f.name == HTTP_RBAC:
             cfg = http_rbac_pb2.RBAC()

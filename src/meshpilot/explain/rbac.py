@@ -57,8 +57,11 @@ def evaluate_rbac(rbac: rbac_pb2.RBAC, peer: Peer) -> RbacVerdict:
     return RbacVerdict(True, action, "", f"no {action} policy matches", seen.metadata)
 
 
+@dataclass(slots=True)
 class _Seen:
-    metadata = False
+    """Whether the walk met a matcher it cannot evaluate (JWT claims in metadata)."""
+
+    metadata: bool = False
 
 
 def _string(m: string_pb2.StringMatcher, value: str) -> bool:

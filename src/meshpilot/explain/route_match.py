@@ -4,7 +4,6 @@ earlier route did not match (as Envoy does: domains by specificity, routes in or
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from envoy.config.route.v3 import route_components_pb2 as rc
@@ -181,7 +180,3 @@ def _describe(h: rc.HeaderMatcher) -> str:
         value = m.safe_regex.regex if which == "safe_regex" else getattr(m, which, "")
         return f"{which} {value!r}"
     return "a value"
-
-
-def routes_text(routes: Sequence[rc.Route]) -> list[str]:
-    return [r.name for r in routes]
