@@ -31,6 +31,10 @@ COMMANDS: dict[str, LazyCommand] = {
     "discovery": LazyCommand(
         "meshpilot.cli.discovery:discovery", "Serve Envoy configuration (the control plane)."
     ),
+    "explain": LazyCommand(
+        "meshpilot.cli.explain:explain",
+        "Explain a request's path through the mesh, hop by hop, with the config behind each.",
+    ),
     "get": LazyCommand("meshpilot.cli.live:get", "Show objects of the live store (kubectl get)."),
     "gitops": LazyCommand(
         "meshpilot.cli.gitops:gitops",
