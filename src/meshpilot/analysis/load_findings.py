@@ -1,0 +1,73 @@
+"""What loading said about the inputs, as analyzer messages with codes, the way istioctl
+reports schema problems:
+
+- an object that fails validation: IST0106 "Schema validation error: ..." for each error,
+  IST0133 "Schema validation warning: ..." for each warning;
+- an invalid regular expression in a VirtualService match or CORS origin: also IST0122, as
+  Istio's virtualservice.RegexAnalyzer reports it next to the validation error;
+- a kind meshpilot ignores (outside Istio's API groups, or not supported yet): MP0002;
+- a document that is no object at all (YAML syntax, no kind): MP0001.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterable, Iterator
+
+from meshpilot.analysis.findings import quoted
+from meshpilot.analysis.messages import level_of
+from meshpilot.config.diagnostics import Diagnostic, Severity
+
+__all__ = ["coded", "coded_load_diagnostics"]
+
+# spec.http[0].match[1].uri.regex, ...match[0].headers.x-user.regex,
+# spec.http[0].corsPolicy.allowOrigins[2].regex
+_MATCH_REGEX = re.compile(
+    r"^spec\.http\[\d+\]\.(?:match\[\d+\]\.(uri|scheme|method|authority|headers|queryParams)"
+    r"(?:\.[^.]+)?|(corsPolicy\.allowOrigins)\[\d+\])\.regex$"
+)
+# The validation message of an invalid RE2 pattern (config/validation/re2.py).
+_REGEX_PROBLEM = re.compile(r'^invalid regex ("(?:[^"\\]|\\.)*"): (.*?)(?:; Istio uses RE2 .*)?$')
+
+
+def coded(diag: Diagnostic, code: str) -> Diagnostic:
+    """`diag` under `code`, at that code's level."""
+    return dataclasses.replace(diag, code=code, severity=level_of(code))
+
+
+def coded_load_diagnostics(diagnostics: Iterable[Diagnostic]) -> Iterator[Diagnostic]:
+    for diag in diagnostics:
+        if diag.code:
+            yield diag
+        elif not diag.kind:
+            yield coded(diag, "MP0001")
+        elif diag.field == "kind" and diag.severity is not Severity.ERROR:
+            yield coded(diag, "MP0002")  # ignored: outside Istio's groups, or not supported yet
+        elif diag.severity is Severity.ERROR:
+            message = f"Schema validation error: {diag.message}"
+            yield coded(dataclasses.replace(diag, message=message), "IST0106")
+            yield from _invalid_regex(diag)
+        else:
+            message = f"Schema validation warning: {diag.message}"
+            yield coded(dataclasses.replace(diag, message=message), "IST0133")
+
+
+def _invalid_regex(diag: Diagnostic) -> Iterator[Diagnostic]:
+    if diag.kind != "VirtualService":
+        return
+    where = _MATCH_REGEX.match(diag.field)
+    problem = _REGEX_PROBLEM.match(diag.message)
+    if where is None or problem is None:
+        return
+    pattern = json.loads(problem.group(1))
+    field = where.group(1) or where.group(2)
+    yield coded(
+        dataclasses.replace(
+            diag,
+            message=f"Field {quoted(field)} regular expression invalid: {quoted(pattern)} "
+            f"({problem.group(2)})",
+        ),
+        "IST0122",
+    )
