@@ -31,7 +31,6 @@ from meshpilot.analysis.virtual_service_destinations import (
     check_destination_subsets,
 )
 from meshpilot.analysis.virtual_service_gateways import check_gateway_references
-from meshpilot.analysis.virtual_service_rules import check_virtual_service_rules
 from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.model.push_context import PushContext
 
@@ -56,7 +55,6 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_sidecar_conflicts,
     check_pod_services,
     check_destination_rule_tls,
-    check_virtual_service_rules,
     check_service_entries,
     check_gateway_conflicts,
     check_gateway_ports,

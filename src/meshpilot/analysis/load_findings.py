@@ -5,6 +5,8 @@ reports schema problems:
   IST0133 "Schema validation warning: ..." for each warning;
 - an invalid regular expression in a VirtualService match or CORS origin: also IST0122, as
   Istio's virtualservice.RegexAnalyzer reports it next to the validation error;
+- the VirtualService validation warnings Istio gives codes to: a rule that is never used
+  (IST0130) and a match that repeats an earlier one (IST0131, Info);
 - a kind meshpilot ignores (outside Istio's API groups, or not supported yet): MP0002;
 - a document that is no object at all (YAML syntax, no kind): MP0001.
 """
@@ -28,6 +30,11 @@ _MATCH_REGEX = re.compile(
     r"^spec\.http\[\d+\]\.(?:match\[\d+\]\.(uri|scheme|method|authority|headers|queryParams)"
     r"(?:\.[^.]+)?|(corsPolicy\.allowOrigins)\[\d+\])\.regex$"
 )
+# The validation warnings of unused rules and matches (config/validation/virtual_service.py).
+_UNUSED_RULE = re.compile(r"^rule (\S+) is not used(?:: | \()(.*?)\)?$")
+_UNUSED_MATCH = re.compile(
+    r"^rule (\S+) match (\S+) is not used \(duplicate match in rule (\S+)\)$"
+)
 # The validation message of an invalid RE2 pattern (config/validation/re2.py).
 _REGEX_PROBLEM = re.compile(r'^invalid regex ("(?:[^"\\]|\\.)*"): (.*?)(?:; Istio uses RE2 .*)?$')
 
@@ -50,8 +57,26 @@ def coded_load_diagnostics(diagnostics: Iterable[Diagnostic]) -> Iterator[Diagno
             yield coded(dataclasses.replace(diag, message=message), "IST0106")
             yield from _invalid_regex(diag)
         else:
-            message = f"Schema validation warning: {diag.message}"
-            yield coded(dataclasses.replace(diag, message=message), "IST0133")
+            yield _warning(diag)
+
+
+def _warning(diag: Diagnostic) -> Diagnostic:
+    if diag.kind == "VirtualService":
+        match = _UNUSED_MATCH.match(diag.message)
+        if match:
+            rule, which, earlier = match.groups()
+            message = (
+                f"VirtualService rule {rule} match {which} is not used (duplicate/overlapping "
+                f"match in rule {earlier})."
+            )
+            return coded(dataclasses.replace(diag, message=message), "IST0131")
+        match = _UNUSED_RULE.match(diag.message)
+        if match:
+            rule, reason = match.groups()
+            message = f"VirtualService rule {rule} not used ({reason})."
+            return coded(dataclasses.replace(diag, message=message), "IST0130")
+    message = f"Schema validation warning: {diag.message}"
+    return coded(dataclasses.replace(diag, message=message), "IST0133")
 
 
 def _invalid_regex(diag: Diagnostic) -> Iterator[Diagnostic]:
