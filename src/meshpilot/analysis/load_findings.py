@@ -1,8 +1,8 @@
 """What loading said about the inputs, as analyzer messages with codes, the way istioctl
 reports schema problems:
 
-- an object that fails validation: IST0106 "Schema validation error: ..." for each error,
-  IST0133 "Schema validation warning: ..." for each warning;
+- an object that fails validation: IST0106 "Schema validation error: <field>: ..." for each
+  error, IST0133 "Schema validation warning: <field>: ..." for each warning;
 - an invalid regular expression in a VirtualService match or CORS origin: also IST0122, as
   Istio's virtualservice.RegexAnalyzer reports it next to the validation error;
 - the VirtualService validation warnings Istio gives codes to: a rule that is never used
@@ -22,7 +22,7 @@ from meshpilot.analysis.findings import quoted
 from meshpilot.analysis.messages import level_of
 from meshpilot.config.diagnostics import Diagnostic, Severity
 
-__all__ = ["coded", "coded_load_diagnostics"]
+__all__ = ["coded", "coded_load_diagnostics", "with_field"]
 
 # spec.http[0].match[1].uri.regex, ...match[0].headers.x-user.regex,
 # spec.http[0].corsPolicy.allowOrigins[2].regex
@@ -53,7 +53,7 @@ def coded_load_diagnostics(diagnostics: Iterable[Diagnostic]) -> Iterator[Diagno
         elif diag.field == "kind" and diag.severity is not Severity.ERROR:
             yield coded(diag, "MP0002")  # ignored: outside Istio's groups, or not supported yet
         elif diag.severity is Severity.ERROR:
-            message = f"Schema validation error: {diag.message}"
+            message = f"Schema validation error: {with_field(diag)}"
             yield coded(dataclasses.replace(diag, message=message), "IST0106")
             yield from _invalid_regex(diag)
         else:
@@ -75,8 +75,13 @@ def _warning(diag: Diagnostic) -> Diagnostic:
             rule, reason = match.groups()
             message = f"VirtualService rule {rule} not used ({reason})."
             return coded(dataclasses.replace(diag, message=message), "IST0130")
-    message = f"Schema validation warning: {diag.message}"
+    message = f"Schema validation warning: {with_field(diag)}"
     return coded(dataclasses.replace(diag, message=message), "IST0133")
+
+
+def with_field(diag: Diagnostic) -> str:
+    """The message led by the field it is about, as istioctl's line has no place for it."""
+    return f"{diag.field}: {diag.message}" if diag.field else diag.message
 
 
 def _invalid_regex(diag: Diagnostic) -> Iterator[Diagnostic]:

@@ -61,7 +61,10 @@ MESSAGES: dict[str, MessageType] = {
         MessageType("IST0150", "ExternalNameServiceTypeInvalidPortName", W),
         MessageType("IST0161", "InvalidGatewayCredential", E),
         MessageType("IST0162", "GatewayPortNotDefinedOnService", W),
-        MessageType("IST0173", "DestinationRuleSubsetNotSelectPods", E),
+        # Istio: Error. A warning here: a subset without Pods breaks only the routes to it,
+        # and where workloads are registered apart from the mesh config (GitOps, universal
+        # mode) an Error would mark every such DestinationRule Degraded.
+        MessageType("IST0173", "DestinationRuleSubsetNotSelectPods", W),
         MessageType("IST0174", "UnknownDestinationRuleHost", W),
         # meshpilot's own checks
         MessageType("MP0001", "UnparseableInput", E),
@@ -73,6 +76,7 @@ MESSAGES: dict[str, MessageType] = {
         MessageType("MP0007", "ServiceEntryPortWithoutProtocol", W),
         MessageType("MP0008", "JwksHostNotFound", W),
         MessageType("MP0009", "SidecarEgressHostNotFound", W),
+        MessageType("MP0010", "KindNotAppliedYet", W),
     )
 }
 

@@ -71,13 +71,12 @@ def test_apply_warns_about_broken_references_with_file_and_line(tmp_path: Path) 
     assert (code, out) == (0, "virtualservice.networking.istio.io/ratings-typo created\n")
     assert err.splitlines() == [
         f"Warning: {vs}:6: error IST0101: VirtualService default/ratings-typo: spec.gateways[0]: "
-        'Referenced gateway not found: "no-such-gateway" (no Gateway default/no-such-gateway)',
+        'Referenced gateway not found: "no-such-gateway"',
         f"Warning: {vs}:9: error IST0101: VirtualService default/ratings-typo: "
         'spec.http[0].route[0].destination.host: Referenced host not found: "ratingz"',
         f"Warning: {vs}:9: error IST0101: VirtualService default/ratings-typo: "
         "spec.http[0].route[0].destination.subset: Referenced host+subset in destinationrule "
-        'not found: "ratingz+v9" (no DestinationRule for ratingz.default.svc.cluster.local '
-        'defines subset "v9")',
+        'not found: "ratingz+v9"',
     ]
 
 
