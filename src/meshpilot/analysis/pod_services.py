@@ -23,21 +23,31 @@ __all__ = ["check_pod_services"]
 
 
 def check_pod_services(push: PushContext) -> Iterator[Diagnostic]:
-    services: dict[str, list[ConfigObject[Any]]] = defaultdict(list)
+    # Services by (namespace, one label of their selector): a Pod is checked against the
+    # Services that can select it, not every Service of its namespace.
+    services: dict[tuple[str, str, str], list[ConfigObject[Any]]] = defaultdict(list)
     for svc in push.of_kind(Kind.SERVICE):
-        if svc.model.spec.selector:
-            services[svc.namespace].append(svc)
+        selector = svc.model.spec.selector
+        if selector:
+            key = min(selector.items())
+            services[(svc.namespace, *key)].append(svc)
     seen: set[tuple[str, frozenset[tuple[str, str]]]] = set()
     for pod in push.of_kind(Kind.POD):
         workload = (pod.namespace, frozenset(pod.labels.items()))
         if workload in seen:
             continue
         seen.add(workload)
+        selecting = [
+            svc
+            for item in sorted(pod.labels.items())
+            for svc in services.get((pod.namespace, *item), ())
+            if selector_matches(svc.model.spec.selector, pod.labels)
+        ]
+        if len(selecting) < 2:
+            continue
         # port -> Kubernetes protocol (TCP, UDP, SCTP) -> names of the Services using it
         by_port: dict[int, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-        for svc in services.get(pod.namespace, ()):
-            if not selector_matches(svc.model.spec.selector, pod.labels):
-                continue
+        for svc in selecting:
             for port in svc.model.spec.ports:
                 name = f"{svc.namespace}/{svc.name}"
                 by_port[port.port][port.protocol or "TCP"].append(name)
