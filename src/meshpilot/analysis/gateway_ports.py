@@ -44,7 +44,9 @@ def check_gateway_ports(push: PushContext) -> Iterator[Diagnostic]:
             for port in svc.model.spec.ports:
                 if port.protocol == "TCP":
                     target = port.target_port
-                    translated[port.port] = target if isinstance(target, int) else port.port
+                    if isinstance(target, str):  # a named port of the Pods' containers
+                        target = _named_port(selected, target)
+                    translated[port.port] = target or port.port
         declared = _container_ports(selected)
         path_first = sorted(selector)[0] if selector else None
         for index, server in enumerate(gateway.model.spec.servers):
@@ -78,3 +80,12 @@ def _container_ports(pods: Sequence[ConfigObject[Any]]) -> set[int]:
         for container in pod.model.spec.containers
         for port in container.ports
     }
+
+
+def _named_port(pods: Sequence[ConfigObject[Any]], name: str) -> int | None:
+    for pod in pods:
+        for container in pod.model.spec.containers:
+            for port in container.ports:
+                if port.name == name:
+                    return int(port.container_port)
+    return None
