@@ -80,6 +80,17 @@ def test_apply_warns_about_broken_references_with_file_and_line(tmp_path: Path) 
     ]
 
 
+def test_apply_warns_but_gives_no_advice(tmp_path: Path) -> None:
+    """Info findings (IST0102: a namespace without injection) are for `analyze`; apply
+    prints warnings and errors only."""
+    workloads = Path(__file__).resolve().parents[3] / "examples" / "gitops" / "workloads.yaml"
+    code, out, err = run("apply", "-f", str(workloads), store=tmp_path / "live")
+    assert (code, err) == (0, "")
+    assert out.splitlines()[0] == "namespace/shop created"
+    analyzed = CliRunner().invoke(cli, ["analyze", "--store", str(tmp_path / "live")])
+    assert "Info [IST0102] (Namespace shop " in analyzed.stdout
+
+
 def test_apply_checks_against_what_the_store_holds(tmp_path: Path) -> None:
     store = tmp_path / "live"
     service, vs = tmp_path / "svc.yaml", tmp_path / "vs.yaml"
