@@ -1,7 +1,6 @@
 """DestinationRules that apply to nothing: a host that matches no service (IST0174) and
 subsets whose labels select no endpoint of the host (IST0173). Istio's
-destinationrule.PodNotSelectedAnalyzer, graded a warning here: an unused subset breaks only
-the routes that send traffic to it."""
+destinationrule.PodNotSelectedAnalyzer."""
 
 from __future__ import annotations
 
@@ -9,13 +8,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from meshpilot.analysis.findings import finding
-from meshpilot.analysis.lookup import (
-    endpoint_labels,
-    selector_matches,
-    selector_text,
-    services_intersecting,
-)
-from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.analysis.lookup import endpoint_labels, selector_matches, services_intersecting
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.hosts import resolve_host
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
@@ -37,7 +31,6 @@ def check_destination_rules(push: PushContext) -> Iterator[Diagnostic]:
                 f"The host {spec.host} defined in the DestinationRule does not match any "
                 "services in the mesh.",
                 code="IST0174",
-                severity=Severity.WARNING,
             )
             continue
         yield from _check_subsets(push, dr, services)
@@ -59,8 +52,6 @@ def _check_subsets(
             dr,
             ("spec", "subsets", index, "labels"),
             f"The Subset {subset.name} defined in the DestinationRule does not select any "
-            f"pods (no endpoint of {dr.model.spec.host} has labels "
-            f"{selector_text(subset.labels)}), which may lead to 503 UH (NoHealthyUpstream).",
+            "pods. Which may lead to 503 UH (NoHealthyUpstream).",
             code="IST0173",
-            severity=Severity.WARNING,
         )

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from meshpilot.analysis.findings import finding
 from meshpilot.analysis.lookup import selector_matches, workloads
-from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.fail_closed import FAIL_CLOSED, SECURITY_KINDS
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.push_context import PushContext
@@ -42,7 +42,7 @@ def check_fail_closed(push: PushContext) -> Iterator[Diagnostic]:
                 f"invalid, no last good version ({obj.fail_closed}): "
                 f"{FAIL_CLOSED[kind].replace('the workloads it selects', scope)}; "
                 f"{len(held)} workload(s) affected{': ' + names if held else ''}",
-                severity=Severity.WARNING,
+                code="MP0004",
             )
 
 

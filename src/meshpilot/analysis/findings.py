@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from meshpilot.config.diagnostics import Diagnostic, Severity, format_path
+from meshpilot.analysis.messages import level_of
+from meshpilot.config.diagnostics import Diagnostic, format_path
 from meshpilot.config.objects import ConfigObject
 
 __all__ = ["Path", "finding", "quoted"]
@@ -18,11 +19,11 @@ def finding(
     path: Path,
     message: str,
     *,
-    code: str = "",
-    severity: Severity = Severity.ERROR,
+    code: str,
 ) -> Diagnostic:
     """A diagnostic about `obj` at `path` (its line from the source positions). `code` is
-    Istio's analyzer message code (IST0101, ...), printed after the severity."""
+    the analyzer message code (IST0101, ..., or meshpilot's MPxxxx); its level is the one
+    the catalogue gives it (analysis/messages.py)."""
     return Diagnostic(
         file=obj.origin.file,
         line=obj.origin.line_of(path),
@@ -31,7 +32,7 @@ def finding(
         name=obj.name,
         field=format_path(path),
         message=message,
-        severity=severity,
+        severity=level_of(code),
         code=code,
     )
 

@@ -37,8 +37,7 @@ def check_gateway_workloads(push: PushContext) -> Iterator[Diagnostic]:
             yield finding(
                 gateway,
                 path,
-                f"Referenced selector not found: {quoted(selector_text(selector))} "
-                "(no Pod or WorkloadEntry has these labels, so no proxy runs this gateway)",
+                f"Referenced selector not found: {quoted(selector_text(selector))}",
                 code="IST0101",
             )
             continue
@@ -78,8 +77,7 @@ def _check_secret(
         yield finding(
             gateway,
             path,
-            f"Referenced credentialName not found: {quoted(name)} (the gateway's workloads in "
-            f"namespace {namespace} read it from Secret {namespace}/{name})",
+            f"Referenced credentialName not found: {quoted(name)}",
             code="IST0101",
         )
         return
@@ -90,7 +88,7 @@ def _check_secret(
             path,
             f"The credential referenced by the Gateway {gateway.name} in namespace "
             f"{gateway.namespace} is invalid, which can cause the traffic not to work as "
-            f"expected: Secret {namespace}/{name} {problem}",
+            "expected.",
             code="IST0161",
         )
 

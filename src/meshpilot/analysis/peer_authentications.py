@@ -14,14 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
-from meshpilot.analysis.findings import finding
+from meshpilot.analysis.findings import finding, quoted
 from meshpilot.analysis.lookup import services_intersecting
-from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.hosts import resolve_host
 from meshpilot.config.istio.peer_authentication import MtlsMode, PeerAuthentication
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
-from meshpilot.model.indexes.authn import peer_authn
+from meshpilot.model.indexes.authn import PeerAuthnIndex, peer_authn
 from meshpilot.model.push_context import PushContext
 
 __all__ = ["check_peer_authentications"]
@@ -49,7 +49,7 @@ def check_peer_authentications(push: PushContext) -> Iterator[Diagnostic]:
                 f"a PeerAuthentication with a selector in the root namespace "
                 f"{index.root_namespace} applies to no workload; remove the selector for a "
                 "mesh-wide policy, or move it to the workloads' namespace",
-                severity=Severity.WARNING,
+                code="MP0006",
             )
     yield from _plaintext_to_strict(push)
 
@@ -61,7 +61,7 @@ def _shadowed(ignored: Sequence[_Policy], winner: _Policy, scope: str) -> Iterat
             ("spec",),
             f"ignored: PeerAuthentication {winner.namespace}/{winner.name} is older and also "
             f"{scope}; only the oldest applies",
-            severity=Severity.WARNING,
+            code="MP0005",
         )
 
 
@@ -76,13 +76,27 @@ def _plaintext_to_strict(push: PushContext) -> Iterator[Diagnostic]:
         for svc in services_intersecting(push, host):
             if svc.mesh_external:
                 continue
-            if index.service_mode(svc.namespace) is MtlsMode.STRICT:
+            policy = _strict_policy(index, svc.namespace)
+            if policy is not None:
                 yield finding(
                     dr,
                     ("spec", "trafficPolicy", "tls", "mode"),
-                    f"A DestinationRule and PeerAuthentication are in conflict with regards "
-                    f"to mTLS for host {svc.hostname}: the DestinationRule disables TLS but "
-                    f"namespace {svc.namespace} requires STRICT mTLS; requests will fail",
+                    "A DestinationRule and Policy are in conflict with regards to mTLS for host "
+                    f"{svc.hostname}. The DestinationRule {quoted(f'{dr.namespace}/{dr.name}')} "
+                    "specifies that mTLS must be false but the Policy object "
+                    f"{quoted(f'{policy.namespace}/{policy.name}')} specifies STRICT.",
                     code="IST0113",
                 )
                 break
+
+
+def _strict_policy(index: PeerAuthnIndex, namespace: str) -> _Policy | None:
+    """The selector-less PeerAuthentication that makes a service's namespace STRICT (its
+    namespace's own, else the mesh-wide one), None when the namespace is not STRICT."""
+    if index.service_mode(namespace) is not MtlsMode.STRICT:
+        return None
+    for scope in (namespace, index.root_namespace):
+        policies = index.scoped.get(scope, ())
+        if policies and not policies[0].model.spec.is_unset:
+            return policies[0]
+    return None

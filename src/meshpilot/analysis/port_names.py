@@ -1,6 +1,6 @@
 """Ports whose protocol Istio has to guess: Service ports whose name (or appProtocol) does not
-declare one (IST0118; IST0150 for ExternalName services) and ServiceEntry ports without a
-protocol. Istio grades these Info; meshpilot has no Info level, so they are warnings."""
+declare one (IST0118, Info; IST0150 for ExternalName services) and ServiceEntry ports without
+a protocol (meshpilot's MP0007)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from meshpilot.analysis.findings import finding
-from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.push_context import PushContext
@@ -35,7 +35,7 @@ def check_port_names(push: PushContext) -> Iterator[Diagnostic]:
                     ("spec", "ports", index, "protocol"),
                     f"port {port.name} ({port.number}) declares no protocol, so the proxy "
                     "detects it from the traffic; declare it (HTTP, HTTPS, TCP, ...)",
-                    severity=Severity.WARNING,
+                    code="MP0007",
                 )
 
 
@@ -58,7 +58,6 @@ def _check_service(svc: ConfigObject[Any]) -> Iterator[Diagnostic]:
                 "ports and unmatched traffic for ports serving TCP protocol from being "
                 "forwarded correctly",
                 code="IST0150",
-                severity=Severity.WARNING,
             )
         elif guessed:
             target = port.target_port if port.target_port is not None else port.port
@@ -66,8 +65,6 @@ def _check_service(svc: ConfigObject[Any]) -> Iterator[Diagnostic]:
                 svc,
                 ("spec", "ports", index),
                 f"Port name {port.name} (port: {port.port}, targetPort: {target}) doesn't "
-                "follow the naming convention of Istio port: name it <protocol>[-<suffix>] "
-                "(such as http-web) or set appProtocol",
+                "follow the naming convention of Istio port.",
                 code="IST0118",
-                severity=Severity.INFO,  # Istio grades it Info
             )

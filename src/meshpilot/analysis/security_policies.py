@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from meshpilot.analysis.findings import finding, quoted
 from meshpilot.analysis.lookup import selector_matches, selector_text, workloads
-from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.istio.request_authentication import RequestAuthentication
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
@@ -52,7 +52,6 @@ def _unmatched_selectors(push: PushContext) -> Iterator[Diagnostic]:
                 "No matching workloads for this resource with the following labels: "
                 f"{selector_text(selector.match_labels)}",
                 code="IST0127",
-                severity=Severity.WARNING,
             )
 
 
@@ -74,5 +73,5 @@ def _unknown_jwks_hosts(
             f"no Service or ServiceEntry defines host {quoted(host)} port {port}: Envoy cannot "
             f"fetch the keys of issuer {quoted(rule.issuer)} and rejects its tokens (401); "
             "add a ServiceEntry for the JWKS server or use inline jwks",
-            severity=Severity.WARNING,
+            code="MP0008",
         )

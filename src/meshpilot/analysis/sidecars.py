@@ -1,5 +1,6 @@
 """Sidecars that select or reach nothing: a workloadSelector that matches no workload in the
-namespace (IST0127), and egress hosts that match no service the namespace can see."""
+namespace (IST0101 selector, Istio's sidecar.SelectorAnalyzer), and egress hosts that match no
+service the namespace can see (meshpilot's MP0009)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from meshpilot.analysis.findings import finding, quoted
 from meshpilot.analysis.lookup import selector_matches, selector_text, workloads
-from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.hosts import host_matches
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
@@ -31,11 +32,9 @@ def check_sidecars(push: PushContext) -> Iterator[Diagnostic]:
             if not matched:
                 yield finding(
                     sidecar,
-                    ("spec", "workloadSelector", "labels"),
-                    "No matching workloads for this resource with the following labels: "
-                    f"{selector_text(selector.labels)}",
-                    code="IST0127",
-                    severity=Severity.WARNING,
+                    ("spec", "workloadSelector", "labels", sorted(selector.labels)[0]),
+                    f"Referenced selector not found: {quoted(selector_text(selector.labels))}",
+                    code="IST0101",
                 )
         yield from _check_egress(push, sidecar)
 
@@ -61,7 +60,7 @@ def _check_egress(push: PushContext, sidecar: ConfigObject[Any]) -> Iterator[Dia
                     f"egress host {quoted(entry)} matches no service "
                     f"{_where(namespace, sidecar.namespace)}; the sidecars it applies to get "
                     "no route to it",
-                    severity=Severity.WARNING,
+                    code="MP0009",
                 )
 
 

@@ -62,8 +62,7 @@ def _check_host(
         yield finding(
             vs,
             (*dest.path, "port", "number"),
-            f"Referenced {what}:port not found: {quoted(f'{host}:{selector.number}')} "
-            f"(the service exposes {ports or 'no ports'})",
+            f"Referenced {what}:port not found: {quoted(f'{host}:{selector.number}')}",
             code="IST0101",
         )
 
@@ -95,7 +94,6 @@ def _check_subset(
             vs,
             (*dest.path, "subset"),
             f"Referenced {what} in destinationrule not found: "
-            f"{quoted(f'{dest.destination.host}+{subset}')} (no DestinationRule for {fqdn} "
-            f"defines subset {quoted(subset)})",
+            f"{quoted(f'{dest.destination.host}+{subset}')}",
             code="IST0101",
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from meshpilot.analysis.findings import finding, quoted
 from meshpilot.analysis.lookup import gateway_key
-from meshpilot.config.diagnostics import Diagnostic, Severity
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.hosts import hosts_intersect, resolve_host
 from meshpilot.config.istio.gateway import Gateway
 from meshpilot.config.keys import ConfigKey
@@ -33,8 +33,7 @@ def check_gateway_references(push: PushContext) -> Iterator[Diagnostic]:
                 yield finding(
                     vs,
                     path,
-                    f"Referenced gateway not found: {quoted(reference)} "
-                    f"(no Gateway {namespace}/{name})",
+                    f"Referenced gateway not found: {quoted(reference)}",
                     code="IST0101",
                 )
             elif vs.model.spec.hosts and not _serves(gateway, vs, push.domain_suffix):
@@ -45,7 +44,6 @@ def check_gateway_references(push: PushContext) -> Iterator[Diagnostic]:
                     f"VirtualService {vs.namespace}/{vs.name} not found in Gateway "
                     f"{namespace}/{name}.",
                     code="IST0132",
-                    severity=Severity.WARNING,
                 )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from meshpilot.config.diagnostics import Severity
 from meshpilot.discovery.http import HttpRequest, HttpResponse, Route
+from meshpilot.discovery.objects_api import object_routes
 from meshpilot.model.proxy import Proxy, ProxyType, as_verified, proxy_from_pod
 from meshpilot.store.base import ConfigStore
 from meshpilot.xds import debug
@@ -75,6 +76,7 @@ def debug_routes(server: DiscoveryServer, store: ConfigStore) -> dict[str, Route
         "/debug/tasks": tasks,
         "/ready": ready,
         "/metrics": metrics,
+        **object_routes(store),  # /debug/objectz, for `meshpilot analyze --discovery`
     }
 
     async def index(_: HttpRequest) -> HttpResponse:

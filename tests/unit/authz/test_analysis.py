@@ -55,6 +55,6 @@ spec:
     jwksUri: https://keys.nowhere.example/jwks
 """
     (found,) = _findings(text)
-    assert found.startswith("security.yaml:9: warning: RequestAuthentication foo/jwt: ")
+    assert found.startswith("security.yaml:9: warning MP0008: RequestAuthentication foo/jwt: ")
     assert 'host "keys.nowhere.example" port 443' in found
     assert "rejects its tokens (401)" in found

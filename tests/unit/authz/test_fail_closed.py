@@ -186,12 +186,15 @@ def test_translate_and_analyze_report_and_fail_closed(tmp_path: Path) -> None:
     assert "failing closed" in result.stderr
     assert "ns[foo]-policy[allow-sleep]-invalid-deny-all" in result.stdout
     analyzed = _run("analyze", *args)
-    assert analyzed.returncode == 1
+    assert analyzed.returncode == 79
     # findings on stdout (a report file keeps them), the summary on stderr
-    assert "sourceWorkloads: unknown field 'sourceWorkloads'; failing closed" in analyzed.stdout
     assert (
-        "warning: AuthorizationPolicy foo/allow-sleep: spec: invalid, no last good version ("
-        in analyzed.stdout
+        "Schema validation error: spec.rules[0].from[0].source.sourceWorkloads: unknown field "
+        "'sourceWorkloads'; failing closed" in analyzed.stdout
+    )
+    assert (
+        "Warning [MP0004] (AuthorizationPolicy foo/allow-sleep "
+        f"{bad}:4) invalid, no last good version (" in analyzed.stdout
     )
     assert "1 workload(s) affected: httpbin-v1-5f6b8d7c9-abcde.foo" in analyzed.stdout
     assert "1 error, 1 warning" in analyzed.stderr
