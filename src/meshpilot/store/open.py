@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
 from meshpilot.store.directory import DirectoryStore, StoreError
-from meshpilot.store.store_dir import MARKER
+from meshpilot.store.directory.store_dir import MARKER
 
 __all__ = ["NoStoreError", "StoreUrlError", "open_store", "store_path"]
 
