@@ -114,6 +114,10 @@ class WatchedStore(LiveStore, Protocol):
         """The stored manifest itself, not a copy: the caller must never change it."""
         ...
 
+    def load(self) -> ChangeEvent | None:
+        """Read the whole store now."""
+        ...
+
     def refresh(self) -> ChangeEvent | None:
         """Take in what was written since the last look; handlers run in this thread."""
         ...
