@@ -2,7 +2,7 @@
 ports, its data in the test's tmp_path; `restart()` keeps both, so a watcher can resume.
 Stopped at the end of the test whatever happened.
 
-    from tests.etcd_server import etcd  # noqa: F401  (the fixture)
+    from tests.etcd_server import EtcdServer, etcd_fixture  # noqa: F401  (`etcd`)
 
     def test_x(etcd: EtcdServer) -> None:
         store = EtcdStore(parse_etcd_url(etcd.url("/meshpilot")))
@@ -23,7 +23,7 @@ import pytest
 
 from meshpilot.runtime.ports import free_port
 
-__all__ = ["EtcdServer", "etcd", "etcd_binary"]
+__all__ = ["EtcdServer", "etcd_binary", "etcd_fixture"]
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -96,8 +96,8 @@ class EtcdServer:
         self.start()
 
 
-@pytest.fixture
-def etcd(tmp_path: Path) -> Iterator[EtcdServer]:
+@pytest.fixture(name="etcd")
+def etcd_fixture(tmp_path: Path) -> Iterator[EtcdServer]:
     server = EtcdServer(tmp_path / "etcd-data").start()
     try:
         yield server

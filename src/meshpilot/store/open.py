@@ -57,15 +57,11 @@ def store_path(url: str) -> Path:
     scheme = match.group(1).lower()
     if scheme in ETCD_SCHEMES:
         raise StoreUrlError(f"{url!r} is an etcd store, not a directory")
-    if scheme == "kube":
-        raise StoreUrlError(
-            f"{url!r}: the Kubernetes API store (kube://) is not supported yet; give a "
-            "directory or an etcd://host:port/prefix URL"
-        )
     if scheme not in _DIRECTORY_SCHEMES:
+        planned = " (the Kubernetes API backend is planned)" if scheme == "kube" else ""
         raise StoreUrlError(
-            f"store URL scheme {match.group(1)!r} is not supported; give a directory "
-            f"(a path or file:///path) or etcd://host:port/prefix, not {url!r}"
+            f"store URL scheme {match.group(1)!r} is not supported yet; give a directory "
+            f"(a path or file:///path) or etcd://host:port/prefix, not {url!r}{planned}"
         )
     parts = urlsplit(url)
     if parts.netloc not in ("", "localhost") or not parts.path:
