@@ -41,6 +41,7 @@ class EtcdServer:
     data_dir: Path
     client_port: int = field(default_factory=free_port)
     peer_port: int = field(default_factory=free_port)
+    extra_args: tuple[str, ...] = ()  # more etcd flags (e.g. --max-txn-ops)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -62,6 +63,7 @@ class EtcdServer:
             "--listen-client-urls", client, "--advertise-client-urls", client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
             "--initial-cluster", f"test={peer}", "--logger", "zap", "--log-level", "warn",
+            *self.extra_args,
         ]  # fmt: skip
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)

@@ -24,6 +24,9 @@ __all__ = ["EtcdClient", "EtcdError", "KeyValue", "Snapshot", "prefix_end"]
 _RETRY = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 # A store of many objects is listed in one response: raise gRPC's 4 MiB default.
 CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 << 20)]
+# etcd's --max-txn-ops defaults to 128 operations per transaction.
+_READS_PER_TXN = 128
+_TOO_MANY = "too many operations in txn request"
 T = TypeVar("T")
 
 
@@ -93,6 +96,8 @@ class EtcdClient:
                     break
                 self.rotate()
         details = failure.details() if failure is not None else "no endpoint"
+        if _TOO_MANY in (details or ""):
+            details += " (one write is one transaction: raise etcd's --max-txn-ops, default 128)"
         code = failure.code().name.lower() if failure is not None else "unavailable"
         raise EtcdError(f"etcd {self.target.display()}: {what} failed: {code}: {details}")
 
@@ -108,15 +113,23 @@ class EtcdClient:
         return Snapshot(response.header.revision, kvs)
 
     def get_many(self, keys: Sequence[bytes]) -> Snapshot:
-        """The given keys (the absent ones left out), read at one revision."""
-        ops = [rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=k)) for k in keys]
-        response = self._txn("read", rpc_pb2.TxnRequest(success=ops))
-        kvs = tuple(
-            KeyValue(kv.key, kv.value, kv.mod_revision)
-            for op in response.responses
-            for kv in op.response_range.kvs
-        )
-        return Snapshot(response.header.revision, kvs)
+        """The given keys (the absent ones left out), read at one revision: the first
+        transaction's, which the later ones read at (etcd caps a transaction's operations)."""
+        revision = 0
+        kvs: list[KeyValue] = []
+        for start in range(0, max(len(keys), 1), _READS_PER_TXN):
+            ops = [
+                rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=k, revision=revision))
+                for k in keys[start : start + _READS_PER_TXN]
+            ]
+            response = self._txn("read", rpc_pb2.TxnRequest(success=ops))
+            revision = revision or int(response.header.revision)
+            kvs += (
+                KeyValue(kv.key, kv.value, kv.mod_revision)
+                for op in response.responses
+                for kv in op.response_range.kvs
+            )
+        return Snapshot(revision, tuple(kvs))
 
     def swap(
         self,
