@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import shutil
 import signal
+import ssl
 import subprocess
 import time
 import urllib.request
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from meshpilot.runtime.ports import free_port
+from tests.etcd_tls import EtcdTlsFiles
 
 __all__ = ["EtcdServer", "etcd_binary", "etcd_fixture"]
 
@@ -42,6 +44,7 @@ class EtcdServer:
     client_port: int = field(default_factory=free_port)
     peer_port: int = field(default_factory=free_port)
     extra_args: tuple[str, ...] = ()  # more etcd flags (e.g. --max-txn-ops)
+    tls: EtcdTlsFiles | None = None  # clients over TLS, with client certificates
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -53,10 +56,14 @@ class EtcdServer:
         return self.data_dir.parent / f"{self.data_dir.name}.log"
 
     def url(self, prefix: str = "/meshpilot") -> str:
-        return f"etcd://{self.endpoint}{prefix}"
+        if self.tls is None:
+            return f"etcd://{self.endpoint}{prefix}"
+        t = self.tls
+        query = f"cacert={t.ca}&cert={t.client_cert}&key={t.client_key}"
+        return f"etcd+https://{self.endpoint}{prefix}?{query}"
 
     def start(self) -> EtcdServer:
-        client = f"http://{self.endpoint}"
+        client = f"{'https' if self.tls else 'http'}://{self.endpoint}"
         peer = f"http://127.0.0.1:{self.peer_port}"
         args = [
             etcd_binary(), "--name", "test", "--data-dir", str(self.data_dir),
@@ -65,6 +72,10 @@ class EtcdServer:
             "--initial-cluster", f"test={peer}", "--logger", "zap", "--log-level", "warn",
             *self.extra_args,
         ]  # fmt: skip
+        if self.tls is not None:
+            args += ["--cert-file", str(self.tls.server_cert), "--key-file",
+                     str(self.tls.server_key), "--trusted-ca-file", str(self.tls.ca),
+                     "--client-cert-auth"]  # fmt: skip
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
@@ -77,8 +88,16 @@ class EtcdServer:
         return self
 
     def _healthy(self) -> bool:
+        if self.tls is None:
+            opener, url = _OPENER, f"http://{self.endpoint}/health"
+        else:
+            context = ssl.create_default_context(cafile=str(self.tls.ca))
+            context.load_cert_chain(self.tls.client_cert, self.tls.client_key)
+            https = urllib.request.HTTPSHandler(context=context)
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), https)
+            url = f"https://{self.endpoint}/health"
         try:
-            with _OPENER.open(f"http://{self.endpoint}/health", timeout=1) as response:
+            with opener.open(url, timeout=1) as response:
                 return b'"true"' in response.read()
         except OSError:
             return False

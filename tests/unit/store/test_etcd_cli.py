@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from meshpilot.cli.main import cli
 from meshpilot.runtime.ports import free_port
 from tests.etcd_server import EtcdServer, etcd_fixture  # noqa: F401
+from tests.etcd_tls import write_tls_files
 
 VS = """\
 apiVersion: networking.istio.io/v1
@@ -79,3 +80,36 @@ def test_commands_that_need_a_directory_say_so(etcd: EtcdServer) -> None:
     code, _, err = run("gitops", "sync", "shop", "--store", etcd.url())
     assert code == 1
     assert err.startswith("Error: gitops app sync needs a directory store for now")
+
+
+def test_etcd_over_tls_with_a_client_certificate(tmp_path: Path) -> None:
+    files = write_tls_files(tmp_path / "tls")
+    server = EtcdServer(tmp_path / "etcd-tls", tls=files).start()
+    try:
+        (tmp_path / "vs.yaml").write_text(VS)
+        url = server.url()
+        assert url.startswith("etcd+https://127.0.0.1:")
+        code, out, err = run("apply", "-f", str(tmp_path / "vs.yaml"), "--store", url)
+        assert (code, out) == (0, "virtualservice.networking.istio.io/ratings created\n"), err
+        assert run("get", "vs", "-o", "name", "--store", url)[1] == (
+            "virtualservice.networking.istio.io/ratings\n"
+        )
+        # without the client certificate etcd refuses the connection: one clear error
+        no_cert = f"etcd+https://{server.endpoint}/meshpilot?cacert={files.ca}"
+        code, out, err = run("get", "vs", "--store", no_cert)
+        assert code == 1 and err.startswith(f"Error: etcd etcd+https://{server.endpoint}/meshpilot")
+        # plaintext to a TLS etcd: refused too
+        code, _, err = run("get", "vs", "--store", f"etcd://{server.endpoint}/meshpilot")
+        assert code == 1 and "list failed: unavailable" in err
+    finally:
+        server.stop()
+
+
+def test_a_dead_endpoint_is_skipped_for_the_next(etcd: EtcdServer, tmp_path: Path) -> None:
+    (tmp_path / "vs.yaml").write_text(VS)
+    url = f"etcd://127.0.0.1:{free_port()},{etcd.endpoint}/meshpilot"
+    code, out, err = run("apply", "-f", str(tmp_path / "vs.yaml"), "--store", url)
+    assert (code, out) == (0, "virtualservice.networking.istio.io/ratings created\n"), err
+    assert run("get", "vs", "-o", "name", "--store", url)[1] == (
+        "virtualservice.networking.istio.io/ratings\n"
+    )

@@ -11,6 +11,7 @@ import pytest
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
+from meshpilot.runtime.ports import free_port
 from meshpilot.store.base import ChangeEvent
 from meshpilot.store.etcd import EtcdStore, parse_etcd_url
 from tests.etcd_server import EtcdServer, etcd_fixture  # noqa: F401
@@ -104,3 +105,19 @@ def test_a_compacted_revision_makes_the_watcher_list_again(
     assert sorted(k.name for k in watcher.snapshot().objects) == ["a", "c"]
     a = watcher.get(key("a"))
     assert a is not None and a.model.spec.hosts == ["two"]
+
+
+def test_a_watch_skips_a_dead_endpoint(etcd: EtcdServer) -> None:
+    url = parse_etcd_url(f"etcd://127.0.0.1:{free_port()},{etcd.endpoint}/meshpilot")
+    watcher = EtcdStore(url)
+
+    async def scenario() -> None:
+        task = asyncio.create_task(watcher.watch())
+        try:
+            await wait_until(lambda: watcher.loaded, "the watcher listed the store")
+            await asyncio.to_thread(EtcdStore(url).apply, vs("a", "one"))
+            await wait_until(lambda: watcher.get(key("a")) is not None, "a reached the watcher")
+        finally:
+            task.cancel()
+
+    asyncio.run(scenario())

@@ -9,6 +9,7 @@ on the mod revision, so trying it again cannot apply it twice.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -58,6 +59,7 @@ class EtcdClient:
         self.timeout = timeout
         self._current = 0
         self._channel: grpc.Channel | None = None
+        self._lock = threading.Lock()  # handles are shared by threads (discovery, GitOps)
 
     def credentials(self) -> grpc.ChannelCredentials | None:
         tls = self.target.tls
@@ -68,19 +70,14 @@ class EtcdClient:
     def endpoint(self) -> str:
         return self.target.endpoints[self._current % len(self.target.endpoints)]
 
-    def rotate(self) -> None:
-        """Use the next endpoint from now on (this one did not answer)."""
-        self._current += 1
-        self.close()
-
     def close(self) -> None:
-        if self._channel is not None:
-            self._channel.close()
-            self._channel = None
+        with self._lock:
+            if self._channel is not None:
+                self._channel.close()
+                self._channel = None
 
-    def _call(self, what: str, call: Callable[[grpc.Channel], T]) -> T:
-        failure: grpc.RpcError | None = None
-        for _ in self.target.endpoints:
+    def _channel_now(self) -> grpc.Channel:
+        with self._lock:
             if self._channel is None:
                 creds = self.credentials()
                 self._channel = (
@@ -88,13 +85,27 @@ class EtcdClient:
                     if creds is not None
                     else grpc.insecure_channel(self.endpoint(), CHANNEL_OPTIONS)
                 )
+            return self._channel
+
+    def _give_up(self, channel: grpc.Channel) -> None:
+        """Use the next endpoint from now on, unless another thread moved on already.
+        The old channel is not closed under calls of other threads: dropped, it closes."""
+        with self._lock:
+            if self._channel is channel:
+                self._current += 1
+                self._channel = None
+
+    def _call(self, what: str, call: Callable[[grpc.Channel], T]) -> T:
+        failure: grpc.RpcError | None = None
+        for _ in self.target.endpoints:
+            channel = self._channel_now()
             try:
-                return call(self._channel)
+                return call(channel)
             except grpc.RpcError as exc:
                 failure = exc
                 if exc.code() not in _RETRY:
                     break
-                self.rotate()
+                self._give_up(channel)
         details = failure.details() if failure is not None else "no endpoint"
         if _TOO_MANY in (details or ""):
             details += " (one write is one transaction: raise etcd's --max-txn-ops, default 128)"

@@ -25,6 +25,15 @@ __all__ = ["follow"]
 
 log = logging.getLogger(__name__)
 _RETRY_MIN, _RETRY_MAX = 0.1, 2.0  # seconds between reconnection attempts (doubling)
+# A peer gone without a reset (a partition) is noticed by pings; etcd refuses pings more
+# often than every 5 s (--grpc-keepalive-min-time).
+_KEEPALIVE = [
+    ("grpc.keepalive_time_ms", 10_000),
+    ("grpc.keepalive_timeout_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+]
+# etcd cancels the watch when its member loses the cluster's leader (it would go stale).
+_REQUIRE_LEADER = (("hasleader", "true"),)
 
 
 async def follow(store: EtcdStore) -> None:
@@ -32,9 +41,12 @@ async def follow(store: EtcdStore) -> None:
     if not store.loaded:
         await asyncio.to_thread(store.load)
     delay = _RETRY_MIN
+    attempt = 0
     while True:
+        endpoints = store.target.endpoints
+        endpoint = endpoints[attempt % len(endpoints)]
         try:
-            compacted = await _watch_once(store)
+            compacted = await _watch_once(store, endpoint)
             delay = _RETRY_MIN
             if compacted:
                 log.warning(
@@ -44,21 +56,21 @@ async def follow(store: EtcdStore) -> None:
         except (grpc.aio.AioRpcError, OSError) as exc:
             message = exc.details() if isinstance(exc, grpc.aio.AioRpcError) else str(exc)
             log.warning(
-                "%s: watch from revision %d lost (%s); reconnecting in %.1fs",
-                store, store.revision + 1, message, delay,
+                "%s: watch from revision %d lost at %s (%s); reconnecting in %.1fs",
+                store, store.revision + 1, endpoint, message, delay,
             )  # fmt: skip
-            store.client.rotate()
+            attempt += 1  # the next endpoint
             await asyncio.sleep(delay)
             delay = min(delay * 2, _RETRY_MAX)
 
 
-async def _watch_once(store: EtcdStore) -> bool:
+async def _watch_once(store: EtcdStore, endpoint: str) -> bool:
     """One watch stream from the next revision; True when that revision was compacted."""
-    endpoint, creds = store.client.endpoint(), store.client.credentials()
+    creds, options = store.client.credentials(), CHANNEL_OPTIONS + _KEEPALIVE
     channel = (
-        grpc.aio.secure_channel(endpoint, creds, CHANNEL_OPTIONS)
+        grpc.aio.secure_channel(endpoint, creds, options)
         if creds is not None
-        else grpc.aio.insecure_channel(endpoint, CHANNEL_OPTIONS)
+        else grpc.aio.insecure_channel(endpoint, options)
     )
     prefix = store.prefix.encode()
     create = rpc_pb2.WatchCreateRequest(
@@ -71,7 +83,7 @@ async def _watch_once(store: EtcdStore) -> bool:
         await done.wait()  # the stream lasts as long as the request side stays open
 
     try:
-        call = rpc_pb2_grpc.WatchStub(channel).Watch(requests())
+        call = rpc_pb2_grpc.WatchStub(channel).Watch(requests(), metadata=_REQUIRE_LEADER)
         async for response in call:
             if response.compact_revision:
                 return True
