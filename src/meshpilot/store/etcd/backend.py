@@ -24,11 +24,11 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.loader import load_documents
 from meshpilot.config.objects import ConfigObject
-from meshpilot.config.yaml_source import RawDocument, read_text
+from meshpilot.config.yaml_source import RawDocument
 from meshpilot.store.admission import refuse_unstorable
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
 from meshpilot.store.etcd.client import EtcdClient, EtcdError, KeyValue
-from meshpilot.store.etcd.codec import decode_values, encode_value, etcd_key, key_of
+from meshpilot.store.etcd.codec import decode_values, encode_value, etcd_key, key_of, read_value
 from meshpilot.store.etcd.target import EtcdTarget
 from meshpilot.store.etcd.watch import follow
 from meshpilot.store.matching import changed_keys, matching_documents, mesh_of, mesh_source
@@ -169,7 +169,7 @@ class EtcdStore:
         if kv is None:
             return None
         try:
-            read = read_text(kv.value.decode(), kv.key.decode(errors="replace"))
+            read = read_value(kv.value, kv.key.decode(errors="replace"))
         except Exception as exc:  # unreadable: refuse the write, do not overwrite it blind
             raise EtcdError(f"etcd key {kv.key!r}: cannot read the stored object: {exc}") from exc
         if len(read.documents) != 1 or not isinstance(read.documents[0].data, dict):

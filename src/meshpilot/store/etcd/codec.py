@@ -18,11 +18,11 @@ from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.loader import load_documents
-from meshpilot.config.yaml_source import RawDocument, read_text
+from meshpilot.config.yaml_source import RawDocument, ReadResult, read_text
 from meshpilot.store.directory.object_files import LoadedFiles
 from meshpilot.store.matching import matching_documents
 
-__all__ = ["decode_values", "encode_value", "etcd_key", "key_of", "source_of"]
+__all__ = ["decode_values", "encode_value", "etcd_key", "key_of", "read_value", "source_of"]
 
 CLUSTER = "_cluster"
 Manifest = dict[str, Any]
@@ -58,6 +58,20 @@ def encode_value(manifest: Manifest) -> bytes:
     return json.dumps({**manifest, "metadata": meta}, separators=(",", ":")).encode()
 
 
+def read_value(value: bytes, source: str) -> ReadResult:
+    """A value as the loader's documents: the store's own one-line JSON parsed directly (its
+    every field is on line 1), anything else (YAML put by hand) by the loader's reader."""
+    if value[:1] == b"{":
+        try:
+            data = json.loads(value)
+        except ValueError:
+            pass
+        else:
+            if isinstance(data, dict) and b"\n" not in value:
+                return ReadResult([RawDocument(source, 1, data, {})])
+    return read_text(value.decode(), source)
+
+
 def decode_values(prefix: str, items: Iterable[tuple[bytes, bytes, int]]) -> LoadedFiles:
     """Load (etcd key, value, mod revision) items through the loader; an object whose key
     is not the one its etcd key names is refused."""
@@ -71,7 +85,7 @@ def decode_values(prefix: str, items: Iterable[tuple[bytes, bytes, int]]) -> Loa
             out.diagnostics.append(Diagnostic(source, 1, "not a <Kind>/<namespace>/<name> key"))
             continue
         try:
-            read = read_text(value.decode(), source)
+            read = read_value(value, source)
         except UnicodeDecodeError as exc:
             out.diagnostics.append(Diagnostic(source, 1, f"not UTF-8 text ({exc.reason})"))
             continue
