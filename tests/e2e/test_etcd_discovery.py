@@ -97,3 +97,20 @@ def test_discovery_on_etcd_serves_envoy_a_change_applied_through_the_cli(
     assert time.monotonic() - applied < 5
     out = meshpilot("get", "vs", "reviews", "-o", "yaml", "--store", url)
     assert "weight: 50" in out
+
+
+def test_envoy_keeps_its_config_while_etcd_is_down_and_gets_the_next_change(
+    served: tuple[str, EtcdDiscovery, EnvoyProcess], etcd: EtcdServer, tmp_path: Path
+) -> None:
+    url, discovery, envoy = served
+    wait_for(lambda: weights(envoy) == {"v1": 80, "v3": 20}, "bookinfo's split in Envoy")
+    etcd.stop()
+    time.sleep(1.0)  # the watch is lost and retried meanwhile
+    assert weights(envoy) == {"v1": 80, "v3": 20}  # served from the last good config
+    assert discovery.get("/ready")[0] == 200
+    etcd.start()
+    edited = (BOOKINFO / "routing.yaml").read_text().replace("weight: 80", "weight: 10")
+    (tmp_path / "routing.yaml").write_text(edited.replace("weight: 20", "weight: 90"))
+    meshpilot("apply", "-f", str(tmp_path / "routing.yaml"), "--store", url)
+    wait_for(lambda: weights(envoy) == {"v1": 10, "v3": 90}, "the edit in Envoy", timeout=10)
+    assert "reconnecting" in discovery.log.read_text()
