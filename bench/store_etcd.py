@@ -33,7 +33,8 @@ from tests.etcd_server import EtcdServer
 from meshpilot.config.yaml_source import RawDocument, read_text
 from meshpilot.store.base import ChangeEvent, WatchedStore
 from meshpilot.store.directory import DirectoryStore
-from meshpilot.store.etcd import EtcdStore, parse_etcd_url
+from meshpilot.store.etcd import parse_etcd_url
+from meshpilot.store.etcd.backend import EtcdStore
 from meshpilot.store.etcd.client import EtcdClient
 from meshpilot.store.etcd.codec import encode_value
 

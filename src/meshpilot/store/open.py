@@ -23,7 +23,7 @@ from meshpilot.errors import MeshpilotError
 from meshpilot.store.base import WatchedStore
 from meshpilot.store.directory import DirectoryStore, StoreError
 from meshpilot.store.directory.store_dir import MARKER
-from meshpilot.store.etcd import ETCD_SCHEMES, EtcdStore, parse_etcd_url
+from meshpilot.store.etcd import ETCD_SCHEMES, parse_etcd_url
 
 __all__ = [
     "NoStoreError",
@@ -78,7 +78,14 @@ def open_store(url: str, *, create: bool, skip_kinds: Collection[Kind] = ()) -> 
     """The store at `url`. `create=False` (reads): NoStoreError when there is none, and
     nothing is created; `create=True` (writes): an absent store is created, 0700."""
     if is_etcd_url(url):
-        return EtcdStore(parse_etcd_url(url), skip_kinds=skip_kinds)
+        target = parse_etcd_url(url)
+        try:  # gRPC and etcd's protos: only for an etcd store
+            from meshpilot.store.etcd.backend import EtcdStore
+        except ImportError as exc:
+            raise StoreUrlError(
+                f"{url}: the etcd store needs the aetcd package (pip install aetcd): {exc}"
+            ) from exc
+        return EtcdStore(target, skip_kinds=skip_kinds)
     return open_directory_store(url, create=create, skip_kinds=skip_kinds)
 
 

@@ -16,7 +16,8 @@ import pytest
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.yaml_source import read_text
-from meshpilot.store.etcd import EtcdError, EtcdStore, parse_etcd_url
+from meshpilot.store.etcd import EtcdError, parse_etcd_url
+from meshpilot.store.etcd.backend import EtcdStore
 from meshpilot.store.writes import ApplyAction, ConflictError
 from tests.etcd_server import EtcdServer, etcd_fixture  # noqa: F401
 

@@ -15,7 +15,8 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.yaml_source import read_text
 from meshpilot.store.base import ChangeEvent
-from meshpilot.store.etcd import EtcdStore, parse_etcd_url
+from meshpilot.store.etcd import parse_etcd_url
+from meshpilot.store.etcd.backend import EtcdStore
 from meshpilot.store.writes import ApplyAction, ConflictError, InvalidObjectsError
 from tests.etcd_server import EtcdServer, etcd_fixture  # noqa: F401
 

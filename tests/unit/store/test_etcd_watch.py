@@ -13,7 +13,8 @@ from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.runtime.ports import free_port
 from meshpilot.store.base import ChangeEvent
-from meshpilot.store.etcd import EtcdStore, parse_etcd_url
+from meshpilot.store.etcd import parse_etcd_url
+from meshpilot.store.etcd.backend import EtcdStore
 from tests.etcd_server import EtcdServer, etcd_fixture  # noqa: F401
 from tests.unit.store.test_etcd_store import vs
 

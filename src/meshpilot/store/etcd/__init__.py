@@ -1,9 +1,13 @@
-"""The etcd backend: the live store on etcd's v3 API (backend.py), `etcd://` URLs (target.py)."""
+"""The etcd backend: the live store on etcd's v3 API.
+
+backend.py   EtcdStore (imports the gRPC client: store/open.py imports it only for an
+             etcd:// URL, so that other commands do not pay for it)
+target.py    etcd:// URLs; errors.py its errors; client.py, watch.py, codec.py
+"""
 
 from __future__ import annotations
 
-from meshpilot.store.etcd.backend import EtcdStore
-from meshpilot.store.etcd.client import EtcdError
-from meshpilot.store.etcd.target import ETCD_SCHEMES, EtcdTarget, EtcdUrlError, parse_etcd_url
+from meshpilot.store.etcd.errors import EtcdError, EtcdUrlError
+from meshpilot.store.etcd.target import ETCD_SCHEMES, EtcdTarget, parse_etcd_url
 
-__all__ = ["ETCD_SCHEMES", "EtcdError", "EtcdStore", "EtcdTarget", "EtcdUrlError", "parse_etcd_url"]
+__all__ = ["ETCD_SCHEMES", "EtcdError", "EtcdTarget", "EtcdUrlError", "parse_etcd_url"]

@@ -27,8 +27,9 @@ from meshpilot.config.objects import ConfigObject
 from meshpilot.config.yaml_source import RawDocument
 from meshpilot.store.admission import refuse_unstorable
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
-from meshpilot.store.etcd.client import EtcdClient, EtcdError, KeyValue
+from meshpilot.store.etcd.client import EtcdClient, KeyValue
 from meshpilot.store.etcd.codec import decode_values, encode_value, etcd_key, key_of, read_value
+from meshpilot.store.etcd.errors import EtcdError
 from meshpilot.store.etcd.target import EtcdTarget
 from meshpilot.store.etcd.watch import follow
 from meshpilot.store.matching import changed_keys, matching_documents, mesh_of, mesh_source

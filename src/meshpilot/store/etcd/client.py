@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 import grpc
 from aetcd.rpc import rpc_pb2, rpc_pb2_grpc
 
-from meshpilot.errors import MeshpilotError
+from meshpilot.store.etcd.errors import EtcdError
 from meshpilot.store.etcd.target import EtcdTarget
 
-__all__ = ["EtcdClient", "EtcdError", "KeyValue", "Snapshot", "prefix_end"]
+__all__ = ["EtcdClient", "KeyValue", "Snapshot", "prefix_end"]
 
 _RETRY = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 # A store of many objects is listed in one response: raise gRPC's 4 MiB default.
@@ -29,10 +29,6 @@ CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 << 20)]
 _READS_PER_TXN = 128
 _TOO_MANY = "too many operations in txn request"
 T = TypeVar("T")
-
-
-class EtcdError(MeshpilotError):
-    """etcd could not be reached, or refused a request."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,17 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from meshpilot.errors import MeshpilotError
+from meshpilot.store.etcd.errors import EtcdUrlError
 
-__all__ = ["ETCD_SCHEMES", "EtcdTarget", "EtcdTls", "EtcdUrlError", "parse_etcd_url"]
+__all__ = ["ETCD_SCHEMES", "EtcdTarget", "EtcdTls", "parse_etcd_url"]
 
 ETCD_SCHEMES = frozenset({"etcd", "etcd+http", "etcd+https"})
 _ENDPOINT = re.compile(r"^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):([0-9]{1,5})$")
 _TLS_PARAMS = ("cacert", "cert", "key")
-
-
-class EtcdUrlError(MeshpilotError):
-    """A malformed etcd store URL or unreadable TLS file."""
 
 
 @dataclass(frozen=True, slots=True)
