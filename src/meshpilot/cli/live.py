@@ -1,16 +1,17 @@
 """`meshpilot apply`, `get` and `delete`: kubectl's verbs on the live store.
 
-    meshpilot apply -f FILE|DIR [--store DIR] [--dry-run] [--strict]
+    meshpilot apply -f FILE|DIR [--store DIR|URL] [--dry-run] [--strict]
     meshpilot get KIND [NAME] [-n NS | -A] [-o yaml|json|wide|name]
     meshpilot delete KIND NAME... [-n NS]  |  meshpilot delete -f FILE
 
-The store is `--store DIR`, else $MESHPILOT_STORE, else ~/.meshpilot/store. Writes are all
-or nothing: one invalid object (reported with file, line, object and field) and nothing is
-written. What is applied is checked as `meshpilot analyze` checks it, against the store's
-content: findings are printed as `Warning: FILE:LINE: ...` lines and, with `--strict`, an
-error among them writes nothing. Reads (`get`, `delete` of a missing store) never create a
-store. `--as USER [--groups G]` applies Argo CD RBAC to Application and AppProject
-objects (policy from `--rbac FILE` or the store's argocd-rbac-cm); without `--as` the local
+The store is `--store DIR|URL` (a directory, or etcd://host:port[,host:port]/prefix), else
+$MESHPILOT_STORE, else ~/.meshpilot/store. Writes are all or nothing: one invalid object
+(reported with file, line, object and field) and nothing is written. What is applied is
+checked as `meshpilot analyze` checks it, against the store's content: findings are printed
+as `Warning: FILE:LINE: ...` lines and, with `--strict`, an error among them writes nothing.
+Reads (`get`, `delete` of a missing store) never create a store. `--as USER [--groups G]`
+applies Argo CD RBAC to Application and AppProject objects (policy from `--rbac FILE` or the
+store's argocd-rbac-cm); without `--as` the local
 operator is trusted, as kubectl's admin context is.
 """
 
