@@ -11,8 +11,8 @@ checked as `meshpilot analyze` checks it, against the store's content: findings 
 as `Warning: FILE:LINE: ...` lines and, with `--strict`, an error among them writes nothing.
 Reads (`get`, `delete` of a missing store) never create a store. `--as USER [--groups G]`
 applies Argo CD RBAC to Application and AppProject objects (policy from `--rbac FILE` or the
-store's argocd-rbac-cm); without `--as` the local
-operator is trusted, as kubectl's admin context is.
+store's argocd-rbac-cm); without `--as` the local operator is trusted, as kubectl's admin
+context is.
 """
 
 from __future__ import annotations
