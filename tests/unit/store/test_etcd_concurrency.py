@@ -102,3 +102,19 @@ def test_a_wave_within_a_raised_limit_is_one_revision(tmp_path: Path) -> None:
         assert len({r.resource_version for r in results}) == 1 and len(results) == 1000
     finally:
         server.stop()
+
+
+def test_a_wave_over_etcds_request_size_names_the_flag(tmp_path: Path) -> None:
+    server = EtcdServer(tmp_path / "small", extra_args=("--max-request-bytes", "65536"))
+    server.start()
+    try:
+        store = EtcdStore(parse_etcd_url(server.url()))
+        big = "x" * 1000
+        docs = [
+            d for i in range(100) for d in read_text(CM.format(name=f"d{i}", n=big), "d").documents
+        ]
+        with pytest.raises(EtcdError, match="raise etcd's --max-request-bytes"):
+            store.apply(docs)
+        assert store.client.list_prefix(b"/meshpilot/").kvs == ()
+    finally:
+        server.stop()

@@ -28,6 +28,7 @@ CHANNEL_OPTIONS = [("grpc.max_receive_message_length", 256 << 20)]
 # etcd's --max-txn-ops defaults to 128 operations per transaction.
 _READS_PER_TXN = 128
 _TOO_MANY = "too many operations in txn request"
+_TOO_LARGE = "request is too large"
 T = TypeVar("T")
 
 
@@ -105,6 +106,8 @@ class EtcdClient:
         details = failure.details() if failure is not None else "no endpoint"
         if _TOO_MANY in (details or ""):
             details += " (one write is one transaction: raise etcd's --max-txn-ops, default 128)"
+        elif _TOO_LARGE in (details or ""):
+            details += " (one write is one request: raise etcd's --max-request-bytes, 1.5 MiB)"
         code = failure.code().name.lower() if failure is not None else "unavailable"
         raise EtcdError(f"etcd {self.target.display()}: {what} failed: {code}: {details}")
 
