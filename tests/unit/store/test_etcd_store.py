@@ -166,3 +166,33 @@ def test_an_object_written_behind_the_stores_back_is_reported_and_skipped(
     assert any("etcd:/meshpilot/VirtualService/default/other" in p for p in problems), problems
     assert ConfigKey(Kind.VIRTUAL_SERVICE, "default", "other") not in snapshot.objects
     assert f"etcd:{key}:5" in caplog.text
+
+
+POLICY = """apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: allow-sleep, namespace: foo}
+spec:
+  selector: {matchLabels: {app: httpbin}}
+  rules:
+  - from:
+    - source: {principals: [cluster.local/ns/foo/sa/sleep]}
+"""
+POLICY_KEY = ConfigKey(Kind.AUTHORIZATION_POLICY, "foo", "allow-sleep")
+
+
+def test_an_invalid_policy_put_behind_its_back_fails_closed(etcd: EtcdServer) -> None:
+    """A handle that read the policy keeps its last good version; one that never saw a
+    good one serves the fail-closed stand-in (deny), never nothing."""
+    writer = open_store(etcd)
+    writer.apply(read_text(POLICY, "in.yaml").documents)
+    good = writer.snapshot().objects[POLICY_KEY]
+    etcdctl(etcd, "put", "/meshpilot/AuthorizationPolicy/foo/allow-sleep",
+            POLICY.replace("principals:", "principalz:"))  # fmt: skip
+    writer.refresh()
+    assert writer.snapshot().objects[POLICY_KEY].model == good.model
+    fresh = open_store(etcd).snapshot()
+    stand_in = fresh.objects[POLICY_KEY]
+    assert stand_in.fail_closed.endswith("unknown field 'principalz'")
+    assert stand_in.model.spec.action == "DENY"
+    [error] = [d for d in fresh.diagnostics if d.name == "allow-sleep"]
+    assert error.message.endswith("is denied until it is fixed")
