@@ -20,7 +20,7 @@ __all__ = [
     "default_store_dir",
 ]
 
-STORE_ENV = "MESHPILOT_STORE"  # the live store directory of apply/get/delete, gitops, discovery
+STORE_ENV = "MESHPILOT_STORE"  # the live store (a directory or etcd:// URL) of apply/get/gitops
 GITOPS_CONFIG_ENV = "MESHPILOT_GITOPS_CONFIG"  # the CLI's tokens of `gitops login`
 
 
@@ -109,7 +109,8 @@ def default_ca_dir() -> str:
 
 
 def default_store_dir(env: Mapping[str, str] | None = None) -> str:
-    """The live store directory: $MESHPILOT_STORE, else ~/.meshpilot/store."""
+    """The live store: $MESHPILOT_STORE (a directory or a store URL such as
+    etcd://host:port/prefix), else the directory ~/.meshpilot/store."""
     env = os.environ if env is None else env
     return env.get(STORE_ENV) or os.path.expanduser("~/.meshpilot/store")
 

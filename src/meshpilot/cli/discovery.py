@@ -39,9 +39,9 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option(
     "--store",
     "store_dir",
-    metavar="DIR",
-    help="Serve a live store directory instead (created if absent; file:///DIR too, etcd:// "
-    "and kube:// are not supported yet).",
+    metavar="URL",
+    help="Serve a live store instead: a directory (created if absent; file:///DIR too) or "
+    "etcd://HOST:PORT[,HOST:PORT]/PREFIX (etcd+https://...?cacert=F&cert=F&key=F).",
 )
 @click.option(
     "--listen-address",

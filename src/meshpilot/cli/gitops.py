@@ -21,6 +21,7 @@ from meshpilot.cli.gitops_remote import client_for, remote_app, remote_apps, ser
 from meshpilot.cli.live import (
     caller_from,
     identity_options,
+    open_directory,
     open_store,
     store_option,
     user_errors,
@@ -169,8 +170,10 @@ def get_app(
     if refresh:  # render and compare now, then show the stored result
         from meshpilot.cli.gitops_ops import build_deps, refresh_and_save
 
-        refresh_and_save(store, obj, build_deps(store, None))
-        obj = find_application(store.snapshot(), app_ref, Caller())
+        directory = open_directory(store_dir, create=False, command="gitops app get --refresh")
+        refresh_and_save(directory, obj, build_deps(directory, None))
+        obj = find_application(directory.snapshot(), app_ref, Caller())
+        store = directory
     if output != "text":
         _dump(store.manifest(obj.key), output)
         return

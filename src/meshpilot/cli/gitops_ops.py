@@ -27,7 +27,13 @@ from meshpilot.cli.gitops_remote import (
     sync_body,
     to_outcome,
 )
-from meshpilot.cli.live import caller_from, identity_options, open_store, store_option, user_errors
+from meshpilot.cli.live import (
+    caller_from,
+    identity_options,
+    open_directory,
+    store_option,
+    user_errors,
+)
 from meshpilot.config.objects import ConfigObject
 from meshpilot.gitops.admission import Caller
 from meshpilot.gitops.diff.keys import ResourceKey
@@ -109,7 +115,7 @@ def diff_app(
     if server_url:
         remote_diff(client_for(server_url, as_user, groups, rbac_file), app_ref)
         return
-    store = open_store(store_dir, create=False)
+    store = open_directory(store_dir, create=False, command="gitops app diff")
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "get")
     state = refresh_app(obj.model, build_deps(store, repo_cache))
     if state.comparison is None:
@@ -146,7 +152,7 @@ def sync_app(
         body = sync_body(dry_run, prune, revision, selected)
         _print_outcome(remote, to_outcome(client.sync(remote.namespace, remote.name, body)))
         return
-    store = open_store(store_dir, create=False)
+    store = open_directory(store_dir, create=False, command="gitops app sync")
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "sync")
     from meshpilot.gitops.sync.execute import execute_sync
 
@@ -194,7 +200,7 @@ def history_app(
         remote, _ = remote_app(client_for(server_url, as_user, groups, rbac_file), app_ref)
         click.echo(format_history(remote.model))
         return
-    store = open_store(store_dir, create=False)
+    store = open_directory(store_dir, create=False, command="gitops app history")
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "get")
     click.echo(format_history(obj.model))
 
@@ -219,7 +225,7 @@ def rollback_app(
         answer = client.rollback(remote.namespace, remote.name, history_id, prune)
         _print_outcome(remote, to_outcome(answer))
         return
-    store = open_store(store_dir, create=False)
+    store = open_directory(store_dir, create=False, command="gitops app rollback")
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "sync")
     params = SyncParams(prune=prune, username=as_user or "")
     outcome = rollback(obj.model, history_id, build_deps(store, repo_cache), params)

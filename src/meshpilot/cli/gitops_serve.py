@@ -30,7 +30,7 @@ from pathlib import Path
 
 import click
 
-from meshpilot.cli.live import open_store, store_option, user_errors
+from meshpilot.cli.live import open_directory, store_option, user_errors
 from meshpilot.config.duration import parse_duration
 from meshpilot.config.kinds import Kind
 from meshpilot.gitops.auth import Authenticator, ServerState
@@ -162,7 +162,7 @@ def serve(
         app_resync=_seconds(app_resync, "--app-resync"),
         self_heal_timeout=_seconds(self_heal_timeout, "--self-heal-timeout"),
     )
-    store = open_store(store_dir, create=True)
+    store = open_directory(store_dir, create=True, command="gitops serve")
     store.refresh()
     cache = Path(repo_cache) if repo_cache else store.root / ".gitops" / "repo-cache"
     access = repo_settings_from_store(store)  # repository Secrets, TLS certs, known hosts

@@ -1,17 +1,18 @@
 """`meshpilot apply`, `get` and `delete`: kubectl's verbs on the live store.
 
-    meshpilot apply -f FILE|DIR [--store DIR] [--dry-run] [--strict]
+    meshpilot apply -f FILE|DIR [--store DIR|URL] [--dry-run] [--strict]
     meshpilot get KIND [NAME] [-n NS | -A] [-o yaml|json|wide|name]
     meshpilot delete KIND NAME... [-n NS]  |  meshpilot delete -f FILE
 
-The store is `--store DIR`, else $MESHPILOT_STORE, else ~/.meshpilot/store. Writes are all
-or nothing: one invalid object (reported with file, line, object and field) and nothing is
-written. What is applied is checked as `meshpilot analyze` checks it, against the store's
-content: findings are printed as `Warning: FILE:LINE: ...` lines and, with `--strict`, an
-error among them writes nothing. Reads (`get`, `delete` of a missing store) never create a
-store. `--as USER [--groups G]` applies Argo CD RBAC to Application and AppProject
-objects (policy from `--rbac FILE` or the store's argocd-rbac-cm); without `--as` the local
-operator is trusted, as kubectl's admin context is.
+The store is `--store DIR|URL` (a directory, or etcd://host:port[,host:port]/prefix), else
+$MESHPILOT_STORE, else ~/.meshpilot/store. Writes are all or nothing: one invalid object
+(reported with file, line, object and field) and nothing is written. What is applied is
+checked as `meshpilot analyze` checks it, against the store's content: findings are printed
+as `Warning: FILE:LINE: ...` lines and, with `--strict`, an error among them writes nothing.
+Reads (`get`, `delete` of a missing store) never create a store. `--as USER [--groups G]`
+applies Argo CD RBAC to Application and AppProject objects (policy from `--rbac FILE` or the
+store's argocd-rbac-cm); without `--as` the local operator is trusted, as kubectl's admin
+context is.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from meshpilot.gitops.admission import Caller, check_deletes, check_writes, poli
 from meshpilot.gitops.rbac import Enforcer, load_policy_file
 from meshpilot.settings import default_store_dir
 from meshpilot.store.admission import refusals
+from meshpilot.store.base import WatchedStore
 from meshpilot.store.directory import DirectoryStore
-from meshpilot.store.open import NoStoreError
+from meshpilot.store.open import NoStoreError, is_etcd_url, open_directory_store
 from meshpilot.store.open import open_store as open_store_url
 from meshpilot.store.resources import resolve_resource
 
@@ -47,6 +49,7 @@ __all__ = [
     "delete",
     "get",
     "identity_options",
+    "open_directory",
     "open_store",
     "store_option",
 ]
@@ -56,8 +59,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 store_option = click.option(
     "--store",
     "store_dir",
-    metavar="DIR",
-    help="Live store directory (or file:///DIR; etcd:// and kube:// are not supported yet).  "
+    metavar="URL",
+    help="Live store: a directory (or file:///DIR), or etcd://HOST:PORT[,HOST:PORT]/PREFIX "
+    "(TLS: etcd+https://...?cacert=FILE&cert=FILE&key=FILE).  "
     "[default: $MESHPILOT_STORE, else ~/.meshpilot/store]",
 )
 
@@ -94,7 +98,7 @@ def user_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def open_store(store_dir: str | None, *, create: bool) -> DirectoryStore:
+def open_store(store_dir: str | None, *, create: bool) -> WatchedStore:
     """The `--store` (else $MESHPILOT_STORE, else ~/.meshpilot/store) through the one
     factory; readers pass `create=False` and get an error, not a new store, where none is."""
     try:
@@ -103,8 +107,24 @@ def open_store(store_dir: str | None, *, create: bool) -> DirectoryStore:
         raise click.ClickException(str(exc)) from exc
 
 
+def open_directory(store_dir: str | None, *, create: bool, command: str) -> DirectoryStore:
+    """The `--store` of a command that needs the directory store (the GitOps controller
+    keeps its locks, repo cache and state beside it); another backend is a clear error."""
+    url = store_dir or default_store_dir()
+    if is_etcd_url(url):
+        raise click.ClickException(
+            f"{command} needs a directory store for now (it keeps its locks and state beside "
+            f"it); {url} is etcd, which apply, get, delete, discovery and gitops app list/get "
+            "work on"
+        )
+    try:
+        return open_directory_store(url, create=create)
+    except MeshpilotError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 def caller_from(
-    store: DirectoryStore, as_user: str | None, groups: tuple[str, ...], rbac_file: str | None
+    store: WatchedStore, as_user: str | None, groups: tuple[str, ...], rbac_file: str | None
 ) -> Caller:
     if as_user is None:
         return Caller()
@@ -173,7 +193,7 @@ def apply(
             click.echo(result.message + suffix)
 
 
-def _store_or_empty(store_dir: str | None, stack: contextlib.ExitStack) -> DirectoryStore:
+def _store_or_empty(store_dir: str | None, stack: contextlib.ExitStack) -> WatchedStore:
     """The store to check a write against; where there is none, an empty one in a temporary
     directory, so that a dry run, or a write refused, creates nothing."""
     try:

@@ -34,7 +34,7 @@ from meshpilot.security.control_plane_record import (
 )
 from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
-from meshpilot.store.directory import DirectoryStore
+from meshpilot.store.base import WatchedStore
 from meshpilot.store.files import FileStore
 from meshpilot.store.open import open_store
 from meshpilot.xds.server import DiscoveryServer
@@ -49,7 +49,7 @@ class Discovery:
         self,
         paths: Sequence[str | Path],
         settings: Settings | None = None,
-        store: FileStore | DirectoryStore | None = None,
+        store: FileStore | WatchedStore | None = None,
     ) -> None:
         self.settings = settings or Settings()
         # A live store (`--store DIR`) or the watched -f files.

@@ -49,7 +49,8 @@ from meshpilot.gitops.projects import (
 from meshpilot.gitops.refresh_state import AppState, SourceRevision, now
 from meshpilot.gitops.render import Renderer, SourceType
 from meshpilot.gitops.source import ChartDetector, render_requests, rendered_sources
-from meshpilot.store.writes import ConflictError, LiveStore
+from meshpilot.store.base import LiveStore
+from meshpilot.store.writes import ConflictError
 
 __all__ = [
     "AppState",

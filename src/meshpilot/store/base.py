@@ -1,23 +1,40 @@
-"""The ConfigStore interface: typed, validated objects by key, snapshots and change events.
+"""The store protocols, read, write and watch: typed, validated objects by key, snapshots and
+change events.
 
-Backends (watched files here; a writable directory, etcd and the Kubernetes API later) hold
-every object by (kind, namespace, name). Nothing downstream sees an invalid object: a source
+    ConfigStore     read: snapshots, objects by key, change events (watched files, every backend)
+    LiveStore       + write: whole objects, all or nothing (`meshpilot apply`, GitOps sync)
+    WatchedStore    + follow other processes' writes (the directory and etcd backends)
+
+Backends (store/files.py, store/directory/, store/etcd/) hold every object by (kind,
+namespace, name). Nothing downstream sees an invalid object: a source
 that reads one keeps the last good version of it and reports the problem as a Diagnostic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.mesh import MeshConfig
 from meshpilot.config.objects import ConfigObject
+from meshpilot.config.yaml_source import RawDocument
 
-__all__ = ["MESH_KEY", "ChangeEvent", "ChangeHandler", "ConfigStore", "StoreSnapshot"]
+if TYPE_CHECKING:  # writes.py builds on this module
+    from meshpilot.store.writes import ApplyResult, DeleteResult
+
+__all__ = [
+    "MESH_KEY",
+    "ChangeEvent",
+    "ChangeHandler",
+    "ConfigStore",
+    "LiveStore",
+    "StoreSnapshot",
+    "WatchedStore",
+]
 
 # The key a change of the mesh settings is reported under.
 MESH_KEY = ConfigKey(Kind.MESH_CONFIG, "", "mesh")
@@ -70,4 +87,41 @@ class ConfigStore(Protocol):
 
     def subscribe(self, handler: ChangeHandler) -> None:
         """Call `handler` (on the store's event loop) after every change."""
+        ...
+
+
+class LiveStore(ConfigStore, Protocol):
+    """A ConfigStore that can be written: what GitOps sync and `meshpilot apply` use."""
+
+    def manifest(self, key: ConfigKey) -> dict[str, Any] | None:
+        """The stored object as a plain dict (a copy), with its server-set fields."""
+        ...
+
+    def apply(
+        self, documents: Sequence[RawDocument], *, dry_run: bool = False, durable: bool = True
+    ) -> list[ApplyResult]:
+        """Validate and write whole objects, all or nothing. `durable=False`: atomic for
+        readers but not fsynced (status a controller recomputes anyway)."""
+        ...
+
+    def delete(self, keys: Sequence[ConfigKey], *, dry_run: bool = False) -> list[DeleteResult]: ...
+
+
+class WatchedStore(LiveStore, Protocol):
+    """A live store that follows other processes' writes."""
+
+    def shared_manifest(self, key: ConfigKey) -> dict[str, Any] | None:
+        """The stored manifest itself, not a copy: the caller must never change it."""
+        ...
+
+    def load(self) -> ChangeEvent | None:
+        """Read the whole store now."""
+        ...
+
+    def refresh(self) -> ChangeEvent | None:
+        """Take in what was written since the last look; handlers run in this thread."""
+        ...
+
+    async def watch(self) -> None:
+        """Follow the store until cancelled, calling handlers on this event loop."""
         ...

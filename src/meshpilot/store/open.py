@@ -1,11 +1,14 @@
 """One factory from a store URL (DESIGN.md, "Stores and scale"): every `--store` goes here.
 
-    DIR | file:///DIR        the directory store (the only backend so far)
-    etcd://..., kube://...   planned backends: refused with a clear error, never taken for a
-                             relative directory named `etcd:`
+    DIR | file:///DIR                           the directory store (store/directory/)
+    etcd://host:port[,host:port...]/prefix      etcd (store/etcd/); TLS: etcd+https://...
+                                                ?cacert=FILE&cert=FILE&key=FILE
+    kube://[context]                            planned: refused with a clear error, never
+                                                taken for a relative directory named `kube:`
 
 Reads never create state: `open_store(url, create=False)` on a path that holds no store says
-so (`NoStoreError`) and leaves the filesystem alone; only writers pass `create=True`.
+so (`NoStoreError`) and leaves the filesystem alone; only writers pass `create=True`. An etcd
+prefix needs no creating: an empty one is an empty store.
 """
 
 from __future__ import annotations
@@ -17,10 +20,19 @@ from urllib.parse import unquote, urlsplit
 
 from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
+from meshpilot.store.base import WatchedStore
 from meshpilot.store.directory import DirectoryStore, StoreError
-from meshpilot.store.store_dir import MARKER
+from meshpilot.store.directory.store_dir import MARKER
+from meshpilot.store.etcd import ETCD_SCHEMES, parse_etcd_url
 
-__all__ = ["NoStoreError", "StoreUrlError", "open_store", "store_path"]
+__all__ = [
+    "NoStoreError",
+    "StoreUrlError",
+    "is_etcd_url",
+    "open_directory_store",
+    "open_store",
+    "store_path",
+]
 
 # RFC 3986 scheme followed by "://"; a bare "c:" or "name:x" stays a directory name.
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -43,10 +55,13 @@ def store_path(url: str) -> Path:
             raise StoreUrlError("empty store path: give a directory")
         return Path(url).expanduser()
     scheme = match.group(1).lower()
+    if scheme in ETCD_SCHEMES:
+        raise StoreUrlError(f"{url!r} is an etcd store, not a directory")
     if scheme not in _DIRECTORY_SCHEMES:
+        planned = " (the Kubernetes API backend is planned)" if scheme == "kube" else ""
         raise StoreUrlError(
             f"store URL scheme {match.group(1)!r} is not supported yet; give a directory "
-            f"(a path or file:///path), not {url!r}"
+            f"(a path or file:///path) or etcd://host:port/prefix, not {url!r}{planned}"
         )
     parts = urlsplit(url)
     if parts.netloc not in ("", "localhost") or not parts.path:
@@ -54,9 +69,31 @@ def store_path(url: str) -> Path:
     return Path(unquote(parts.path))
 
 
-def open_store(url: str, *, create: bool, skip_kinds: Collection[Kind] = ()) -> DirectoryStore:
+def is_etcd_url(url: str) -> bool:
+    match = _URL.match(url)
+    return match is not None and match.group(1).lower() in ETCD_SCHEMES
+
+
+def open_store(url: str, *, create: bool, skip_kinds: Collection[Kind] = ()) -> WatchedStore:
     """The store at `url`. `create=False` (reads): NoStoreError when there is none, and
     nothing is created; `create=True` (writes): an absent store is created, 0700."""
+    if is_etcd_url(url):
+        target = parse_etcd_url(url)
+        try:  # gRPC and etcd's protos: only for an etcd store
+            from meshpilot.store.etcd.backend import EtcdStore
+        except ImportError as exc:
+            raise StoreUrlError(
+                f"{url}: the etcd store needs the aetcd package (pip install aetcd): {exc}"
+            ) from exc
+        return EtcdStore(target, skip_kinds=skip_kinds)
+    return open_directory_store(url, create=create, skip_kinds=skip_kinds)
+
+
+def open_directory_store(
+    url: str, *, create: bool, skip_kinds: Collection[Kind] = ()
+) -> DirectoryStore:
+    """The directory store at `url` (what needs a directory: the GitOps controller's locks
+    and state live beside the store); any other backend is refused."""
     path = store_path(url)
     if not create and not (path / MARKER).exists():
         try:

@@ -19,13 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.keys import ConfigKey
-from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
-from meshpilot.store.base import ConfigStore
 from meshpilot.store.resources import resource_type
 
 __all__ = [
@@ -35,7 +33,6 @@ __all__ = [
     "ConflictError",
     "DeleteResult",
     "InvalidObjectsError",
-    "LiveStore",
     "StoreWriteError",
     "keeps_stored",
     "prepare_manifest",
@@ -95,23 +92,6 @@ class DeleteResult:
             singular = f"{rt.singular}.{rt.group}" if rt.group else rt.singular
             return f'{singular} "{self.key.name}" deleted'
         return f'{rt.qualified_plural} "{self.key.name}" not found'
-
-
-class LiveStore(ConfigStore, Protocol):
-    """A ConfigStore that can be written: what GitOps sync and `meshpilot apply` use."""
-
-    def manifest(self, key: ConfigKey) -> Manifest | None:
-        """The stored object as a plain dict (a copy), with its server-set fields."""
-        ...
-
-    def apply(
-        self, documents: Sequence[RawDocument], *, dry_run: bool = False, durable: bool = True
-    ) -> list[ApplyResult]:
-        """Validate and write whole objects, all or nothing. `durable=False`: atomic for
-        readers but not fsynced (status a controller recomputes anyway)."""
-        ...
-
-    def delete(self, keys: Sequence[ConfigKey], *, dry_run: bool = False) -> list[DeleteResult]: ...
 
 
 def prepare_manifest(

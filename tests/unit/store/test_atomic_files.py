@@ -7,7 +7,7 @@ import shutil
 import stat
 from pathlib import Path
 
-from meshpilot.store.atomic import fsync_dirs, replace_files
+from meshpilot.store.directory.atomic import fsync_dirs, replace_files
 
 
 def test_missing_directories_are_made_and_existing_files_replaced(tmp_path: Path) -> None:

@@ -18,15 +18,15 @@ import pytest
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.config.yaml_source import RawDocument, read_text
-from meshpilot.store.atomic import rename_staged, stage_files
 from meshpilot.store.base import ChangeEvent
 from meshpilot.store.directory import DirectoryStore
-from meshpilot.store.intent import IntentFile
-from meshpilot.store.store_dir import MARKER, object_path, store_lock
-from meshpilot.store.yaml_files import dump_manifest, load_manifest
+from meshpilot.store.directory.atomic import rename_staged, stage_files
+from meshpilot.store.directory.intent import IntentFile
+from meshpilot.store.directory.store_dir import MARKER, object_path, store_lock
+from meshpilot.store.directory.yaml_files import dump_manifest, load_manifest
 
 KEYS = [ConfigKey(Kind.CONFIG_MAP, f"ns{i % 3}", f"c{i}") for i in range(12)]
-LOG = "meshpilot.store.recovery"
+LOG = "meshpilot.store.directory.recovery"
 
 
 def documents(value: str) -> list[RawDocument]:

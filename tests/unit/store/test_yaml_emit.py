@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from meshpilot.store.yaml_emit import emit_block_yaml
-from meshpilot.store.yaml_files import dump_manifest, load_manifest
+from meshpilot.store.directory.yaml_emit import emit_block_yaml
+from meshpilot.store.directory.yaml_files import dump_manifest, load_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -40,7 +40,7 @@ from meshpilot.gitops.errors import GitopsError
 from meshpilot.gitops.model import AppProject, ProjectRole
 from meshpilot.gitops.projects import CONTROL_NAMESPACE
 from meshpilot.gitops.rbac import Enforcer, policy_from_config_map
-from meshpilot.store.writes import LiveStore
+from meshpilot.store.base import LiveStore
 
 __all__ = ["Authenticator", "Subject"]
 

@@ -15,7 +15,8 @@ from meshpilot.config.yaml_source import RawDocument
 from meshpilot.gitops.auth.accounts import SECRET, TokenRecord
 from meshpilot.gitops.errors import GitopsError
 from meshpilot.gitops.projects import CONTROL_NAMESPACE
-from meshpilot.store.writes import ConflictError, LiveStore
+from meshpilot.store.base import LiveStore
+from meshpilot.store.writes import ConflictError
 
 __all__ = ["set_role_tokens", "set_secret_values"]
 

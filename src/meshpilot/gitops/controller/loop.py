@@ -50,7 +50,7 @@ from meshpilot.gitops.render import Renderer
 from meshpilot.gitops.repo.urls import normalize_url
 from meshpilot.gitops.source import ChartDetector
 from meshpilot.store.base import ChangeEvent
-from meshpilot.store.writes import LiveStore
+from meshpilot.store.base import WatchedStore as FollowingStore
 from meshpilot.supervise import TaskSupervisor
 
 __all__ = ["Controller", "ControllerSettings", "PushEvent", "WatchedStore"]
@@ -58,14 +58,11 @@ __all__ = ["Controller", "ControllerSettings", "PushEvent", "WatchedStore"]
 log = logging.getLogger(__name__)
 
 
-class WatchedStore(LiveStore, Protocol):
-    """A live store that follows other processes' writes (the DirectoryStore)."""
+class WatchedStore(FollowingStore, Protocol):
+    """A live store that follows other processes' writes, with a directory for the
+    controller's locks (the directory store's root)."""
 
     root: Path
-
-    def refresh(self) -> ChangeEvent | None: ...
-
-    async def watch(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

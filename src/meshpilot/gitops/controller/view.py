@@ -21,8 +21,8 @@ from meshpilot.gitops.controller.findings import Findings, MeshAnalysis, mesh_ob
 from meshpilot.gitops.diff.tracking import TRACKING_ANNOTATION
 from meshpilot.gitops.health import MeshFindings
 from meshpilot.gitops.model import AppProject
-from meshpilot.store.base import ChangeEvent, ChangeHandler, StoreSnapshot
-from meshpilot.store.writes import ApplyResult, DeleteResult, LiveStore
+from meshpilot.store.base import ChangeEvent, ChangeHandler, LiveStore, StoreSnapshot
+from meshpilot.store.writes import ApplyResult, DeleteResult
 
 __all__ = ["StoreView"]
 

@@ -22,7 +22,8 @@ from meshpilot.config.yaml_source import RawDocument
 from meshpilot.gitops.refresh import AppState
 from meshpilot.gitops.sync.plan import SyncPlan
 from meshpilot.gitops.sync.task import SyncAction, SyncTask
-from meshpilot.store.writes import LiveStore, StoreWriteError, keeps_stored
+from meshpilot.store.base import LiveStore
+from meshpilot.store.writes import StoreWriteError, keeps_stored
 
 __all__ = ["SyncFailed", "apply_plan", "plan_rows", "validate_all"]
 

@@ -2,9 +2,9 @@
 journal other processes watch (`meshpilot discovery --store DIR` serves what `meshpilot
 apply` and GitOps sync write).
 
-    <root>/.meshpilot-store, .lock           marker and write lock (store/store_dir.py)
-    <root>/.intent                           the write in progress (store/intent.py)
-    <root>/.journal                          change feed (store/journal.py)
+    <root>/.meshpilot-store, .lock           marker and write lock (store/directory/store_dir.py)
+    <root>/.intent                           the write in progress (store/directory/intent.py)
+    <root>/.journal                          change feed (store/directory/journal.py)
     <root>/<Kind>/<namespace>/<name>.yaml    one object (cluster-scoped: <Kind>/_cluster/)
 
 A write validates every object with the translation engine's loader first (an invalid
@@ -13,7 +13,7 @@ checks resourceVersions, writes every changed file of the write to a temporary n
 fsyncs it, records the batch in the intent, renames them all over the old ones and fsyncs
 each directory once (atomic.py), then appends one journal line per object, all with the
 new store version, fsyncs the journal and clears the intent. A writer killed half-way is
-finished or undone under the lock by whoever comes next (store/recovery.py). The store
+finished or undone under the lock by whoever comes next (store/directory/recovery.py). The store
 version is the journal's last version; an object's resourceVersion is the version that last
 wrote it. Files and directories are private (0600/0700): the store holds Secrets. A handle
 that is current takes the objects it replaces from memory, and takes in its own writes
@@ -39,22 +39,22 @@ from meshpilot.config.loader import load_documents
 from meshpilot.config.objects import ConfigObject
 from meshpilot.config.yaml_source import RawDocument
 from meshpilot.store.admission import refuse_unstorable
-from meshpilot.store.atomic import fsync_dirs, remove_files, rename_staged
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
+from meshpilot.store.directory.atomic import fsync_dirs, remove_files, rename_staged
+from meshpilot.store.directory.intent import IntentFile
+from meshpilot.store.directory.journal import Journal, JournalTail
+from meshpilot.store.directory.object_files import LoadedFiles, load_object_files, store_files
+from meshpilot.store.directory.recovery import recover, recover_abandoned, recover_on_open
+from meshpilot.store.directory.store_dir import StoreError, object_path, open_store_dir, store_lock
+from meshpilot.store.directory.yaml_files import YAMLInputError, dump_manifest, load_manifest
 from meshpilot.store.inotify import Notifier
-from meshpilot.store.intent import IntentFile
-from meshpilot.store.journal import Journal, JournalTail
 from meshpilot.store.matching import changed_keys, matching_documents, mesh_of, mesh_source
-from meshpilot.store.object_files import LoadedFiles, load_object_files, store_files
-from meshpilot.store.recovery import recover, recover_abandoned, recover_on_open
-from meshpilot.store.store_dir import StoreError, object_path, open_store_dir, store_lock
 from meshpilot.store.writes import (
     ApplyAction,
     ApplyResult,
     DeleteResult,
     prepare_manifest,
 )
-from meshpilot.store.yaml_files import YAMLInputError, dump_manifest, load_manifest
 
 __all__ = ["DirectoryStore", "StoreError"]
 

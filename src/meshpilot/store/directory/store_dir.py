@@ -5,9 +5,9 @@ directory a store (with its format), and the write lock.
     <root>/.lock                             writers hold an exclusive flock while writing
     <root>/<Kind>/<namespace>/<name>.yaml    one object (cluster-scoped: <Kind>/_cluster/)
 
-Format 2 adds the write-ahead intent (store/intent.py); format 1 stores (written by earlier
-meshpilot versions) are read the same, and become format 2 once their stale temporary
-files are removed (store/recovery.py).
+Format 2 adds the write-ahead intent (store/directory/intent.py); format 1 stores (written by
+earlier meshpilot versions) are read the same, and become format 2 once their stale temporary
+files are removed (store/directory/recovery.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reading a directory store's object files through the loader (store/directory.py)."""
+"""Reading a directory store's object files through the loader (store/directory/backend.py)."""
 
 from __future__ import annotations
 

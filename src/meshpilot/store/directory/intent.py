@@ -1,6 +1,6 @@
 """The directory store's write-ahead intent (`<root>/.intent`): what the write in progress
 is about to change, so that a writer killed half-way is finished, or undone, by the next
-process that takes the store's lock (store/recovery.py).
+process that takes the store's lock (store/directory/recovery.py).
 
 A write, under the lock, goes: `begin` (its temporary files are about to be made), the
 temporary files, `ready` (the whole batch, made durable before any rename), the renames and
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
-from meshpilot.store.atomic import StagedFile, discard, fsync_dir, stage_files
+from meshpilot.store.directory.atomic import StagedFile, discard, fsync_dir, stage_files
 
 __all__ = ["INTENT_FILE", "Intent", "IntentFile", "StagedObject"]
 

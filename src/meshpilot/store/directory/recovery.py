@@ -2,7 +2,7 @@
 middle of a write: run under the store's write lock, by the next writer, the next process
 that opens the store, and a following reader that sees the intent outlive its writer.
 
-The intent record (store/intent.py) tells how far the dead writer got. Before `ready`,
+The intent record (store/directory/intent.py) tells how far the dead writer got. Before `ready`,
 nothing of its write was renamed into place: the write is undone (its temporary files are
 removed) and the store stays at the version before it. From `ready` on, every new file was
 whole on disk: the write is finished (the remaining renames and removals), and its journal
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from meshpilot.config.keys import ConfigKey
-from meshpilot.store.atomic import TEMPORARY_SUFFIX, fsync_dirs
-from meshpilot.store.intent import Intent, IntentFile
-from meshpilot.store.journal import Journal
-from meshpilot.store.store_dir import FORMAT, mark_current_format, object_path, store_lock
+from meshpilot.store.directory.atomic import TEMPORARY_SUFFIX, fsync_dirs
+from meshpilot.store.directory.intent import Intent, IntentFile
+from meshpilot.store.directory.journal import Journal
+from meshpilot.store.directory.store_dir import FORMAT, mark_current_format, object_path, store_lock
 
 __all__ = [
     "Recovery",

@@ -1,7 +1,7 @@
 """Atomic replacement of a batch of files: every file is written to a temporary name next to
 its target (`.<name>.<random>.tmp`) and fsynced (`stage_files`), then all are renamed over
 their targets (`rename_staged`). Between the two the directory store records the batch in
-its write-ahead intent (store/intent.py), so a crash during the renames is finished on the
+its write-ahead intent (store/directory/intent.py), so a crash during the renames is finished on the
 next open rather than leaving some files new and some old. The directories touched are
 returned, for the caller to fsync once each (`fsync_dirs`) after it has appended its
 journal line: a reader watching the journal then reacts without waiting for those fsyncs.

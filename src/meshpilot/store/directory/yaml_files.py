@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from meshpilot.config.yaml_load import YAMLInputError, load_yaml
-from meshpilot.store.yaml_emit import emit_block_yaml
+from meshpilot.store.directory.yaml_emit import emit_block_yaml
 
 __all__ = ["YAMLInputError", "dump_manifest", "load_manifest"]
 

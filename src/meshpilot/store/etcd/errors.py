@@ -1,0 +1,15 @@
+"""The etcd store's errors, importable without the gRPC client (store/open.py)."""
+
+from __future__ import annotations
+
+from meshpilot.errors import MeshpilotError
+
+__all__ = ["EtcdError", "EtcdUrlError"]
+
+
+class EtcdUrlError(MeshpilotError):
+    """A malformed etcd store URL or unreadable TLS file."""
+
+
+class EtcdError(MeshpilotError):
+    """etcd could not be reached, or refused a request."""
