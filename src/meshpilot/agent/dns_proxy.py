@@ -98,19 +98,24 @@ class DnsProxy:
         self.lookup = NameLookup(table, self.options.namespace)
 
     async def start(self) -> None:
+        """Listen on UDP and TCP. The listening sockets belong to `owner` too: capture's
+        conntrack zone rules match the proxy's replies (source port 15053) by owner."""
         loop = asyncio.get_running_loop()
+        owner, port = self.options.owner, self.options.port
         try:
             for host in self.options.hosts:
-                transport, _ = await loop.create_datagram_endpoint(
-                    lambda: _Udp(self), local_addr=(host, self.options.port)
-                )
+                udp = _socket(host, socket.SOCK_DGRAM, owner)
+                udp.bind((host, port))
+                transport, _ = await loop.create_datagram_endpoint(lambda: _Udp(self), sock=udp)
                 self._transports.append(transport)
-                server = await asyncio.start_server(self._tcp_client, host, self.options.port)
-                self._servers.append(server)
+                tcp = _socket(host, socket.SOCK_STREAM, owner)
+                tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                tcp.bind((host, port))
+                self._servers.append(await asyncio.start_server(self._tcp_client, sock=tcp))
         except BaseException:
             await self.close()
             raise
-        log.info("DNS proxy on %s port %d", ", ".join(self.options.hosts), self.options.port)
+        log.info("DNS proxy on %s port %d", ", ".join(self.options.hosts), port)
 
     async def close(self) -> None:
         for transport in self._transports:
@@ -207,10 +212,10 @@ def _error(query: dns.message.Message, rcode: dns.rcode.Rcode) -> bytes:
 Upstream = tuple[str, int]
 
 
-def _socket(server: str, kind: socket.SocketKind, owner: tuple[int, int] | None) -> socket.socket:
-    """A non-blocking socket toward `server`, owned by `owner` as iptables' owner match sees
-    it: the creating thread's filesystem UID/GID, set only around the creation."""
-    family = socket.AF_INET6 if ip_address(server).version == 6 else socket.AF_INET
+def _socket(address: str, kind: socket.SocketKind, owner: tuple[int, int] | None) -> socket.socket:
+    """A non-blocking socket of `address`'s family, owned by `owner` as iptables' owner
+    match sees it: the creating thread's filesystem UID/GID, set only around the creation."""
+    family = socket.AF_INET6 if ip_address(address).version == 6 else socket.AF_INET
     if owner is None:
         sock = socket.socket(family, kind)
     else:

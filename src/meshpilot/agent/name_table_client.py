@@ -30,16 +30,19 @@ class NameTableClient:
         self.address = address
         self.request = json.dumps({"proxyID": proxy_id, "autoAllocate": auto_allocate}).encode()
 
-    async def fetch(self, timeout: float = 5.0) -> dict[str, NameInfo]:
+    async def fetch(
+        self, channel: grpc.aio.Channel | None = None, timeout: float = 5.0
+    ) -> dict[str, NameInfo]:
         """The current table; NameTableError naming discovery's answer when it has none."""
-        async with grpc.aio.insecure_channel(self.address) as channel:
-            call = channel.unary_unary(FETCH_METHOD)
-            try:
-                body = await call(self.request, timeout=timeout)
-            except grpc.aio.AioRpcError as exc:
-                raise NameTableError(
-                    f"name table from {self.address}: {exc.code().name}: {exc.details()}"
-                ) from None
+        if channel is None:
+            async with grpc.aio.insecure_channel(self.address) as own:
+                return await self.fetch(own, timeout)
+        try:
+            body = await channel.unary_unary(FETCH_METHOD)(self.request, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            raise NameTableError(
+                f"name table from {self.address}: {exc.code().name}: {exc.details()}"
+            ) from None
         try:
             return name_table_from_json(json.loads(body))
         except ValueError as exc:
@@ -48,12 +51,22 @@ class NameTableClient:
     async def keep(
         self, update: Callable[[Mapping[str, NameInfo]], None], interval: float = 2.0
     ) -> None:
-        """Fetch, hand the table to `update` when it changed, wait, forever."""
+        """Fetch, hand the table to `update` when it changed, wait, forever (a quarter of
+        `interval` until the first table: discovery knows a pod once its Envoy connects)."""
+        async with grpc.aio.insecure_channel(self.address) as channel:
+            await self._keep(channel, update, interval)
+
+    async def _keep(
+        self,
+        channel: grpc.aio.Channel,
+        update: Callable[[Mapping[str, NameInfo]], None],
+        interval: float,
+    ) -> None:
         last: dict[str, NameInfo] | None = None
         failing = False
         while True:
             try:
-                table = await self.fetch()
+                table = await self.fetch(channel)
             except NameTableError as exc:
                 if not failing:
                     log.warning("DNS proxy: %s (keeping the last table)", exc)
@@ -65,4 +78,4 @@ class NameTableClient:
                 if table != last:
                     update(table)
                     last = table
-            await asyncio.sleep(interval)
+            await asyncio.sleep(interval if last is not None else interval / 4)
