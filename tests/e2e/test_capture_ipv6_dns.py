@@ -13,29 +13,21 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address
-from pathlib import Path
 
 import pytest
-from tests.e2e.ads_harness import DiscoveryProcess
 from tests.e2e.agent_harness import wait_for
+from tests.e2e.capture_sidecar import ENV, envoy_stat_sum, running_discovery, start_agent
 from tests.e2e.netns_probe import PYTHON, host_support_or_fail, running_cluster
 
-import meshpilot
 from meshpilot.capture.flags import CaptureFlags, config_from_flags
-from meshpilot.demo.processes import meshpilot_argv
 from meshpilot.runtime.netns import write_netns_etc
 from meshpilot.runtime.pod import Pod, PodSpec, RunAs, pod_proxy_user
 
 APP_USER = RunAs(1000, 1000)
-ROOT = RunAs(0, 0)
-SRC = str(Path(meshpilot.__file__).resolve().parents[1])  # this checkout's sources
-ENV = {"PYTHONPATH": SRC}
 
 ECHO = r"""
 import socket, sys
@@ -93,12 +85,6 @@ spec:
   ports: [{{number: 80, name: http, protocol: HTTP}}]
   resolution: STATIC
   endpoints: [{{address: "{peer}", ports: {{http: 8080}}}}]
----
-# No CA in this test: plaintext inbound, so Envoy needs no workload certificate.
-apiVersion: security.istio.io/v1
-kind: PeerAuthentication
-metadata: {{name: default, namespace: istio-system}}
-spec: {{mtls: {{mode: DISABLE}}}}
 """
 
 
@@ -126,21 +112,11 @@ def _add_ipv6(pod: Pod, address: str) -> None:
         assert result.returncode == 0, result.stderr
 
 
-def _shared_dir() -> Path:
-    """A directory the pod's proxy user can reach (the discovery socket lives there)."""
-    path = Path(tempfile.mkdtemp(prefix="mp-dns-"))
-    path.chmod(0o755)
-    return path
-
-
 @pytest.fixture(scope="module")
 def mesh() -> Iterator[Mesh]:
     prefix = IPv6Address(f"fd00:{os.getpid() % 0xFFFF:x}:{os.urandom(2).hex()}::")
     app_v6, peer_v6 = str(prefix + 2), str(prefix + 3)
-    shared = _shared_dir()
-    (shared / "mesh.yaml").write_text(MESH.format(peer=peer_v6))
-    discovery = DiscoveryProcess([shared / "mesh.yaml"], shared)
-    with running_cluster() as cluster:
+    with running_cluster() as cluster, running_discovery(MESH.format(peer=peer_v6)) as xds:
         assert cluster.bridge is not None
         base = cluster.bridge.subnet.network_address
         app_ip, peer_ip = str(base + 10), str(base + 11)
@@ -168,35 +144,13 @@ def mesh() -> Iterator[Mesh]:
         peer.spawn("dns", [sys.executable, "-c", UPSTREAM_DNS], env=ENV)
         for port in (9000, 8080):
             peer.wait_listening(port)
-        discovery.start()
-        os.chmod(discovery.uds, 0o666)
-        try:
-            agent = meshpilot_argv(
-                "proxy", "sidecar", "--pod", "app.default", "--ip", app_v6,
-                "--discovery-address", f"unix:{discovery.uds}",
-                "--run-as-proxy-uid", "--proxy-uid", str(user.uid), "--proxy-gid", str(user.gid),
-                "--dns-capture", "--dns-auto-allocate",
-                "--concurrency", "1", "--drain-time-s", "1", "--parent-shutdown-time-s", "2",
-                "--termination-drain-duration", "100ms", "--work-dir", str(app.workdir / "agent"),
-                "--stats-inclusion-prefix", "cluster.PassthroughCluster",
-            )  # fmt: skip
-            app.start_sidecar(agent, run_as=ROOT, env=ENV)
-            try:
-                wait_for(lambda: _ready(app), "app's proxy ready", 60)
-            except AssertionError as exc:
-                log = (app.workdir / "sidecar.log").read_text()[-6000:]
-                raise AssertionError(f"{exc}\nagent log:\n{log}") from None
-            # The agent has its name table once discovery knows the pod (its Envoy connected).
-            wait_for(lambda: _resolves(app, "api.example.test"), "the name table", 20)
-            yield Mesh(app, peer, app_v6, peer_v6)
-        finally:
-            discovery.stop()
-            shutil.rmtree(shared, ignore_errors=True)
-
-
-def _ready(pod: Pod) -> bool:
-    code = "import urllib.request; urllib.request.urlopen('http://127.0.0.1:15021/healthz/ready')"
-    return pod.exec([PYTHON, "-c", code]).returncode == 0
+        start_agent(
+            app, app_v6, xds, user, "--dns-capture", "--dns-auto-allocate",
+            "--stats-inclusion-prefix", "cluster.PassthroughCluster",
+        )  # fmt: skip
+        # The agent has its name table once discovery knows the pod (its Envoy connected).
+        wait_for(lambda: _resolves(app, "api.example.test"), "the name table", 20)
+        yield Mesh(app, peer, app_v6, peer_v6)
 
 
 def _resolves(pod: Pod, name: str) -> bool:
@@ -211,16 +165,8 @@ def _run(pod: Pod, program: str, *args: str, run_as: RunAs | None = APP_USER) ->
 
 
 def _passthrough_connections(pod: Pod) -> int:
-    code = (
-        "import urllib.request; print(urllib.request.urlopen("
-        "'http://127.0.0.1:15000/stats?format=json&filter=upstream_cx_total')"
-        ".read().decode())"
-    )
-    stats = json.loads(_run(pod, code, run_as=None))["stats"]
     # Istio's alt_stat_name: `cluster.PassthroughCluster;.upstream_cx_total`
-    return sum(
-        int(s["value"]) for s in stats if s["name"].startswith("cluster.PassthroughCluster;")
-    )
+    return envoy_stat_sum(pod, "cluster.PassthroughCluster;", "upstream_cx_total")
 
 
 def test_ipv6_outbound_from_the_app_goes_through_envoy(mesh: Mesh) -> None:

@@ -33,7 +33,7 @@ from meshpilot.agent.dns_capture import DnsCapture, running_dns_proxy
 from meshpilot.agent.drain import drain_envoy
 from meshpilot.agent.envoy_process import EnvoyLaunch, EnvoySupervisor
 from meshpilot.agent.health import ReadinessProbe, StatusServer
-from meshpilot.agent.options import AgentOptions, sds_socket_path
+from meshpilot.agent.options import AgentOptions, InterceptionMode, sds_socket_path
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.model.proxy import ProxyType
@@ -139,6 +139,10 @@ class ProxyAgent:
         self.work_dir: Path | None = None  # set by run(): bootstrap, SDS socket directory
 
     def run_as(self) -> tuple[int, int] | None:
+        """(uid, gid) for Envoy. TPROXY: root with the proxy's group, as Istio runs it then
+        (transparent listeners need CAP_NET_ADMIN; capture lets the group's traffic out)."""
+        if self.options.interception_mode is InterceptionMode.TPROXY and os.geteuid() == 0:
+            return 0, self.options.ports.proxy_gid
         wanted = self.runtime.run_as_proxy_uid
         if wanted is None:
             wanted = self.options.captures
