@@ -112,8 +112,8 @@ class CaptureConfig:
             if not 1 <= port <= 65535:
                 raise CaptureConfigError(f"port {port} is outside 1-65535")
         for ident in (*self.proxy_uids, *self.proxy_gids, self.tproxy_mark):
-            if ident < 0:
-                raise CaptureConfigError(f"UID/GID/mark {ident} is negative")
+            if not 0 <= ident <= 0xFFFFFFFF:
+                raise CaptureConfigError(f"UID/GID/mark {ident} is not 0-4294967295")
         if not 1 <= self.tproxy_route_table <= 0xFFFFFFFF:
             raise CaptureConfigError(f"route table {self.tproxy_route_table} is not 1-4294967295")
         if self.tproxy_mark == OUTBOUND_MARK:

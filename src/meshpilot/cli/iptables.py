@@ -67,9 +67,12 @@ def _flag_options(command: Any) -> Any:
             command
         )
     for name, env, text in reversed(_SWITCHES):
-        command = click.option(name, is_flag=True, envvar=env, help=text)(command)
+        switch = click.option(name, is_flag=True, envvar=env, show_envvar=bool(env), help=text)
+        command = switch(command)
     for name, env, default, text in reversed(_ENV_OPTIONS):
-        option = click.option(name, envvar=env, default=default, show_default=True, help=text)
+        option = click.option(
+            name, envvar=env, show_envvar=True, default=default, show_default=True, help=text
+        )
         command = option(command)
     return command
 

@@ -25,6 +25,7 @@ from meshpilot.cli.iptables import iptables
         (["-i", "fd00::1/129"], "-i/--istio-service-cidr: 'fd00::1/129' is not a CIDR"),
         (["-t", "x"], "-t/--istio-inbound-tproxy-mark: 'x' is not a number"),
         (["-t", "1338"], "mark 1338 is reserved"),
+        (["-t", "4294967296"], "4294967296 is not 0-4294967295"),
         (["--outbound-owner-groups", "a b"], "'a b' is neither a GID nor a group name"),
         (["--outbound-ipv4-loopback-cidr", "10.0.0.1/32"], "is not in 127.0.0.0/8"),
         (["--outbound-owner-groups", ",".join(map(str, range(65)))], "at most 64 owner groups"),
