@@ -18,9 +18,11 @@ from click.testing import CliRunner
 from tests.e2e.netns_probe import connect, host_support_or_fail, running_cluster, start_listener
 from tests.unit.capture.cases import CaptureCase, check_golden, load_cases
 
-from meshpilot.capture.apply import IptablesTarget, nat_table
+from meshpilot.capture.apply import IptablesTarget, nat_table, saved_tables
 from meshpilot.capture.flags import CaptureFlags, config_from_flags
+from meshpilot.capture.rules import Family
 from meshpilot.cli.iptables import iptables
+from meshpilot.runtime.commands import in_netns
 from meshpilot.runtime.pod import PROXY_USER, Pod, PodSpec, RunAs
 
 CASES = load_cases()
@@ -57,10 +59,39 @@ def pods() -> Iterator[Pods]:
         yield Pods(app, peer)
 
 
-def save_text(netns: str) -> str:
-    """`iptables-save -t nat` without its timestamped comment lines."""
-    text = nat_table(IptablesTarget(netns))
+def _uncommented(text: str) -> str:
     return "".join(line + "\n" for line in text.splitlines() if not line.startswith("#"))
+
+
+def save_text(netns: str) -> str:
+    """`iptables-save -t nat` without its timestamped comment lines, then every other table
+    of either family that holds rules, then the policy routing TPROXY added."""
+    target = IptablesTarget(netns)
+    parts = [_uncommented(nat_table(target))]
+    for family in Family:
+        for table in ("mangle", "nat", "raw"):
+            if (family, table) == (Family.V4, "nat"):
+                continue
+            text = _uncommented(saved_tables(target, family, table))
+            if "\n-A " in text:
+                parts.append(f"# {family} {table}\n{text}")
+    for version in ("-4", "-6"):
+        rules = _ip(netns, version, "rule", "show")
+        if "fwmark" in rules:
+            routes = _ip(
+                netns, version, "route", "show", "table", "all", "type", "local", "dev", "lo"
+            )
+            tables = [r for r in routes.splitlines() if " table " in r and "local" in r.split()[0]]
+            parts.append(
+                f"# ip {version} rule\n{rules}# ip {version} route\n"
+                + "".join(line + "\n" for line in tables if "table local" not in line)
+            )
+    return "".join(parts)
+
+
+def _ip(netns: str, *args: str) -> str:
+    argv = in_netns(netns, ["ip", *args])
+    return subprocess.run(argv, capture_output=True, text=True, check=True).stdout
 
 
 def test_outbound_from_the_app_lands_on_15001(pods: Pods) -> None:
@@ -120,7 +151,7 @@ def test_applied_rules_match_golden_and_reapply_and_clean(case: CaptureCase) -> 
         result = runner.invoke(iptables, [*case.args, "--netns", pod.netns, "--clean"])
         assert result.exit_code == 0, result.output + repr(result.exception)
         cleaned = save_text(pod.netns)
-        assert "ISTIO" not in cleaned and "-A " not in cleaned, cleaned
+        assert "ISTIO" not in cleaned and "-A " not in cleaned and "ip " not in cleaned, cleaned
 
 
 def test_cli_applies_in_the_current_namespace() -> None:

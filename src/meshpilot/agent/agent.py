@@ -4,7 +4,8 @@ Start: prepare the working directory (bootstrap `envoy-rev.json`, the SDS socket
 without --work-dir a private `meshpilot-proxy-<pod>-*` one in the temporary directory, where
 the next agent to start removes those of agents killed with -9: meshpilot/owner.py),
 with a CA configured serve the workload certificate over SDS and keep it renewed
-(certs/service.py), start the status server (15020), start Envoy (as the proxy UID/GID, 1337
+(certs/service.py), with DNS capture start the DNS proxy on 15053 (dns_capture.py), start
+the status server (15020), start Envoy (as the proxy UID/GID, 1337
 unless told otherwise, for a capturing sidecar when the agent is root, so that iptables
 capture excludes it) and keep it running. A proxy UID of its own per pod keeps one pod's
 SDS socket (a 0700 directory owned by that UID) out of every other pod's reach.
@@ -16,6 +17,7 @@ the agent stops and exits 1.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
@@ -27,10 +29,11 @@ from pathlib import Path
 from meshpilot.agent.admin import EnvoyAdmin
 from meshpilot.agent.bootstrap import bootstrap_json, build_bootstrap
 from meshpilot.agent.certs.service import CertOptions, WorkloadSecrets
+from meshpilot.agent.dns_capture import DnsCapture, running_dns_proxy
 from meshpilot.agent.drain import drain_envoy
 from meshpilot.agent.envoy_process import EnvoyLaunch, EnvoySupervisor
 from meshpilot.agent.health import ReadinessProbe, StatusServer
-from meshpilot.agent.options import AgentOptions, sds_socket_path
+from meshpilot.agent.options import AgentOptions, InterceptionMode, sds_socket_path
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.model.proxy import ProxyType
@@ -69,6 +72,7 @@ class RuntimeOptions:
     status_host: str = "0.0.0.0"
     stop_timeout: float = 5.0  # after the drain, how long Envoy may take to exit
     certs: CertOptions | None = None  # None: no workload certificates (plaintext mesh)
+    dns: DnsCapture | None = None  # ISTIO_META_DNS_CAPTURE: the DNS proxy on 15053
 
 
 def prepare_work_dir(options: AgentOptions, work_dir: Path, owner: tuple[int, int] | None) -> Path:
@@ -135,6 +139,10 @@ class ProxyAgent:
         self.work_dir: Path | None = None  # set by run(): bootstrap, SDS socket directory
 
     def run_as(self) -> tuple[int, int] | None:
+        """(uid, gid) for Envoy. TPROXY: root with the proxy's group, as Istio runs it then
+        (transparent listeners need CAP_NET_ADMIN; capture lets the group's traffic out)."""
+        if self.options.interception_mode is InterceptionMode.TPROXY and os.geteuid() == 0:
+            return 0, self.options.ports.proxy_gid
         wanted = self.runtime.run_as_proxy_uid
         if wanted is None:
             wanted = self.options.captures
@@ -179,7 +187,11 @@ class ProxyAgent:
                 ipv6=all(":" in ip for ip in self.options.ip_addresses),
                 run_as=owner,
             )
-            return await self._supervise(launch)
+            async with contextlib.AsyncExitStack() as stack:
+                if self.runtime.dns is not None:
+                    dns = running_dns_proxy(self.options, self.runtime.dns, owner)
+                    await stack.enter_async_context(dns)
+                return await self._supervise(launch)
         finally:
             if secrets is not None:
                 await secrets.stop()

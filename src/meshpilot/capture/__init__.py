@@ -1,6 +1,7 @@
-"""Traffic capture for sidecar pods: istio-iptables' nat rules, built and applied.
+"""Traffic capture for sidecar pods: istio-iptables' rules, built and applied.
 
-rules.py   CaptureConfig → CaptureRules (pure; golden-tested against istio's output)
+rules.py   CaptureConfig, CaptureRules and their restore text (pure)
+build.py   CaptureConfig → CaptureRules (pure; golden-tested against istio's output)
 flags.py   istio-iptables flag strings → CaptureConfig
 apply.py   install / remove the rules with the real iptables in a network namespace
 """
@@ -8,13 +9,13 @@ apply.py   install / remove the rules with the real iptables in a network namesp
 from __future__ import annotations
 
 from meshpilot.capture.apply import IptablesTarget, apply_capture, remove_capture
+from meshpilot.capture.build import build_rules
 from meshpilot.capture.flags import CaptureFlags, config_from_flags
 from meshpilot.capture.rules import (
     CaptureConfig,
     CaptureConfigError,
     CaptureRules,
     InterceptionMode,
-    build_rules,
 )
 
 __all__ = [

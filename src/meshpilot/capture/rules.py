@@ -1,25 +1,28 @@
-"""Istio's traffic capture rules as data: `CaptureConfig` → ordered nat rules → restore text.
+"""Istio's traffic capture as data: `CaptureConfig` → ordered rules per IP family → restore text.
 
 The rules, their order and their text follow current istio-iptables
-(`tools/istio-iptables/pkg/capture/run.go`, REDIRECT mode, IPv4, no DNS capture), so that
-`meshpilot iptables --dry-run` prints what `istio-iptables --dry-run` prints for the same
-flags (the `* nat` ... `COMMIT` block of its golden files):
+(`tools/istio-iptables/pkg/capture/run.go`), so that `meshpilot iptables --dry-run` prints
+what `istio-iptables --dry-run` prints for the same flags: the iptables-restore input for
+IPv4, then (dual stack) the one for IPv6, each table (filter, mangle, nat, raw, in that
+order) as `* <table>`, its new chains, its rules, `COMMIT`.
 
-- ISTIO_INBOUND: PREROUTING jumps here for TCP; excluded ports and the HBONE tunnel port
-  return, the rest goes to ISTIO_IN_REDIRECT (REDIRECT to the inbound capture port, 15006).
-- ISTIO_OUTPUT: OUTPUT jumps here; traffic from 127.0.0.6 (Envoy's inbound passthrough bind
-  address) and from the proxy's UID/GID returns, except that the proxy calling its own pod
-  over lo goes to ISTIO_IN_REDIRECT; what remains goes to ISTIO_REDIRECT (REDIRECT to the
-  outbound capture port, 15001) when its destination is in the captured ranges.
+- nat ISTIO_INBOUND / ISTIO_IN_REDIRECT: inbound TCP to the inbound capture port (15006);
+  in TPROXY mode mangle ISTIO_INBOUND / ISTIO_TPROXY / ISTIO_DIVERT mark it instead and a
+  policy route (fwmark → table 133 → local via lo) delivers it to Envoy's transparent listener.
+- nat ISTIO_OUTPUT / ISTIO_REDIRECT: outbound TCP to 15001, except the proxy's own UIDs/GIDs,
+  Envoy's inbound passthrough source (127.0.0.6, ::6) and the host loopback.
+- nat+raw ISTIO_OUTPUT_DNS (DNS capture): UDP and TCP port 53 to the agent's DNS proxy on
+  15053; the proxy's UIDs/GIDs pass (its upstream queries), conntrack zones keep the two legs
+  of a redirected UDP exchange apart.
 
-Pure: nothing here runs a command (see `capture.apply`).
+Pure: nothing here runs a command (see `capture.apply`); `capture.build` builds the rules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Address, IPv4Interface, IPv6Address, IPv6Interface
 from typing import Literal
 
 from meshpilot.errors import MeshpilotError
@@ -27,31 +30,31 @@ from meshpilot.errors import MeshpilotError
 __all__ = [
     "ALL",
     "BUILTIN_CHAINS",
+    "DNS_PROXY_PORT",
+    "HOST_LOOPBACK",
     "ISTIO_CHAIN_PREFIX",
-    "ISTIO_INBOUND",
-    "ISTIO_IN_REDIRECT",
-    "ISTIO_OUTPUT",
-    "ISTIO_REDIRECT",
     "NAT",
+    "OUTBOUND_MARK",
+    "TABLES",
     "CaptureConfig",
     "CaptureConfigError",
     "CaptureRules",
+    "Cidr",
+    "Family",
     "InterceptionMode",
     "Rule",
-    "build_rules",
+    "TproxyRoute",
 ]
 
 NAT = "nat"
-ISTIO_INBOUND = "ISTIO_INBOUND"
-ISTIO_REDIRECT = "ISTIO_REDIRECT"
-ISTIO_IN_REDIRECT = "ISTIO_IN_REDIRECT"
-ISTIO_OUTPUT = "ISTIO_OUTPUT"
+TABLES = ("filter", "mangle", "nat", "raw")  # istio-iptables writes them in this order
 ISTIO_CHAIN_PREFIX = "ISTIO_"
 BUILTIN_CHAINS = frozenset({"PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING"})
 
 ALL: Literal["*"] = "*"
-INBOUND_PASSTHROUGH_SOURCE = "127.0.0.6/32"  # Envoy's bind address toward the app
-HOST_LOOPBACK = "127.0.0.1/32"  # istio-iptables' HostIPv4LoopbackCidr default
+HOST_LOOPBACK = IPv4Interface("127.0.0.1/32")  # ISTIO_OUTBOUND_IPV4_LOOPBACK_CIDR's default
+DNS_PROXY_PORT = 15053  # the agent's DNS proxy (istio-agent's DNS listener port)
+MAX_OWNER_GROUPS = 64  # istio's limit: included groups become one rule with a match each
 
 
 class CaptureConfigError(MeshpilotError):
@@ -63,14 +66,21 @@ class InterceptionMode(StrEnum):
     TPROXY = "TPROXY"
 
 
+class Family(StrEnum):
+    V4 = "ipv4"
+    V6 = "ipv6"
+
+
 Ports = tuple[int, ...]
-Cidrs = tuple[IPv4Interface, ...]
+Cidr = IPv4Interface | IPv6Interface
+Cidrs = tuple[Cidr, ...]
+DnsServer = IPv4Address | IPv6Address
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaptureConfig:
-    """istio-iptables' configuration; field comments name its flags. Defaults are its own
-    (no inbound and no outbound capture until -b and -i say so)."""
+    """istio-iptables' configuration; field comments name its flags (or environment
+    variables). Defaults are its own (no inbound and no outbound capture until -b and -i)."""
 
     proxy_port: int = 15001  # -p
     inbound_capture_port: int = 15006  # -z
@@ -78,6 +88,8 @@ class CaptureConfig:
     proxy_uids: tuple[int, ...] = (1337,)  # -u
     proxy_gids: tuple[int, ...] = (1337,)  # -g
     mode: InterceptionMode = InterceptionMode.REDIRECT  # -m
+    tproxy_mark: int = 1337  # -t
+    tproxy_route_table: int = 133  # -r
     inbound_ports: Ports | Literal["*"] = ()  # -b
     inbound_ports_exclude: Ports = ()  # -d (only with -b '*')
     outbound_ranges: Cidrs | Literal["*"] = ()  # -i
@@ -86,19 +98,33 @@ class CaptureConfig:
     outbound_ports_exclude: Ports = ()  # -o
     exclude_interfaces: tuple[str, ...] = ()  # -c
     reroute_interfaces: tuple[str, ...] = ()  # -k (kube-virt interfaces)
+    ipv6: bool = False  # --dual-stack: ip6tables rules beside the IPv4 ones
+    redirect_dns: bool = False  # --redirect-dns (ISTIO_META_DNS_CAPTURE)
+    capture_all_dns: bool = False  # --capture-all-dns: port 53 to any server, not resolv.conf's
+    dns_servers: tuple[DnsServer, ...] = ()  # resolv.conf's nameservers
+    drop_invalid: bool = False  # --drop-invalid (INVALID_DROP)
+    owner_groups_include: tuple[str, ...] | Literal["*"] = ALL  # ISTIO_OUTBOUND_OWNER_GROUPS
+    owner_groups_exclude: tuple[str, ...] = ()  # ISTIO_OUTBOUND_OWNER_GROUPS_EXCLUDE
+    host_loopback: IPv4Interface = HOST_LOOPBACK  # ISTIO_OUTBOUND_IPV4_LOOPBACK_CIDR
 
     def __post_init__(self) -> None:
-        if self.mode is InterceptionMode.TPROXY:
-            raise CaptureConfigError(
-                "-m TPROXY is not supported yet (it needs mangle rules, a route table and "
-                "Envoy's original_src); use -m REDIRECT"
-            )
         for port in self._all_ports():
             if not 1 <= port <= 65535:
                 raise CaptureConfigError(f"port {port} is outside 1-65535")
-        for ident in (*self.proxy_uids, *self.proxy_gids):
-            if ident < 0:
-                raise CaptureConfigError(f"UID/GID {ident} is negative")
+        for ident in (*self.proxy_uids, *self.proxy_gids, self.tproxy_mark):
+            if not 0 <= ident <= 0xFFFFFFFF:
+                raise CaptureConfigError(f"UID/GID/mark {ident} is not 0-4294967295")
+        if not 1 <= self.tproxy_route_table <= 0xFFFFFFFF:
+            raise CaptureConfigError(f"route table {self.tproxy_route_table} is not 1-4294967295")
+        if self.tproxy_mark == OUTBOUND_MARK:
+            raise CaptureConfigError(f"mark {OUTBOUND_MARK} is reserved for Envoy's own calls")
+        if not self.host_loopback.ip.is_loopback:
+            raise CaptureConfigError(f"{self.host_loopback} is not an IPv4 loopback range")
+        if self.owner_groups_include != ALL and len(self.owner_groups_include) > MAX_OWNER_GROUPS:
+            raise CaptureConfigError(
+                f"at most {MAX_OWNER_GROUPS} owner groups can be captured, got "
+                f"{len(self.owner_groups_include)}"
+            )
 
     def _all_ports(self) -> tuple[int, ...]:
         listed = () if self.inbound_ports == ALL else self.inbound_ports
@@ -112,11 +138,24 @@ class CaptureConfig:
             *self.outbound_ports_exclude,
         )
 
+    @property
+    def tproxy(self) -> bool:
+        return self.mode is InterceptionMode.TPROXY
+
+    @property
+    def captures_dns(self) -> bool:
+        """istio-iptables turns DNS capture off when it has no server to capture."""
+        return self.redirect_dns and (self.capture_all_dns or bool(self.dns_servers))
+
+
+OUTBOUND_MARK = 1338  # TPROXY: Envoy calling its own pod (istio's OutboundMark)
+
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One nat-table rule: appended to `chain`, or inserted at `position` when set."""
+    """One rule: appended to `table`'s `chain`, or inserted at `position` when set."""
 
+    table: str
     chain: str
     params: tuple[str, ...]
     position: int | None = None
@@ -126,6 +165,10 @@ class Rule:
         """The chain or target after `-j` (iptables-restore's last two words)."""
         return self.params[-1] if len(self.params) >= 2 and self.params[-2] == "-j" else ""
 
+    @property
+    def builtin(self) -> bool:
+        return self.chain in BUILTIN_CHAINS
+
     def text(self) -> str:
         head = (
             ["-A", self.chain] if self.position is None else ["-I", self.chain, str(self.position)]
@@ -134,40 +177,68 @@ class Rule:
 
 
 @dataclass(frozen=True, slots=True)
-class CaptureRules:
-    """The ordered rules for one `CaptureConfig` (nat table only in REDIRECT mode)."""
+class TproxyRoute:
+    """TPROXY's policy routing: packets marked `mark` look up `table`, whose only route
+    delivers everything locally over lo (`ip rule add fwmark M lookup T`,
+    `ip route add local default dev lo table T`)."""
 
-    rules: tuple[Rule, ...]
-    chains: tuple[str, ...] = field(init=False)
+    mark: int
+    table: int
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureRules:
+    """The ordered rules for one `CaptureConfig`, per IP family, and what besides iptables
+    the capture needs: the policy route (TPROXY) and `::6` on lo (IPv6: Envoy's inbound
+    passthrough source, which IPv6's /128 loopback does not provide)."""
+
+    v4: tuple[Rule, ...]
+    v6: tuple[Rule, ...] = ()
+    route: TproxyRoute | None = None
+    families: tuple[Family, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "chains", _chains(self.rules))
+        object.__setattr__(self, "families", (Family.V4, Family.V6) if self.v6 else (Family.V4,))
 
-    def restore_text(self) -> str:
-        """iptables-restore input, exactly as istio-iptables writes it."""
-        lines = ["* nat", *(f"-N {c}" for c in self.chains), *(r.text() for r in self.rules)]
-        return "\n".join([*lines, "COMMIT"]) + "\n"
+    def of(self, family: Family) -> tuple[Rule, ...]:
+        return self.v4 if family is Family.V4 else self.v6
 
-    def undo_text(self) -> str:
-        """iptables-restore input that removes these rules (istio's cleanup, in one table):
+    def restore_text(self, family: Family | None = None) -> str:
+        """iptables-restore input, exactly as istio-iptables writes it; without `family`,
+        IPv4's then IPv6's (what `--dry-run` prints)."""
+        if family is None:
+            return "".join(self.restore_text(f) for f in self.families)
+        blocks: list[str] = []
+        for table in TABLES:
+            rules = [r for r in self.of(family) if r.table == table]
+            if rules:
+                chains = [f"-N {c}" for c in _chains(rules)]
+                blocks += [f"* {table}", *chains, *(r.text() for r in rules), "COMMIT"]
+        return "".join(line + "\n" for line in blocks)
+
+    def undo_text(self, family: Family | None = None) -> str:
+        """iptables-restore input that removes these rules (istio's cleanup): per table,
         delete the rules in built-in chains, then flush and delete our chains."""
-        deletes = [
-            " ".join(["-D", r.chain, *r.params]) for r in reversed(self.rules) if _builtin(r)
-        ]
-        flushes = [f"-F {c}" for c in self.chains]
-        removals = [f"-X {c}" for c in self.chains]
-        return "\n".join(["* nat", *deletes, *flushes, *removals, "COMMIT"]) + "\n"
+        if family is None:
+            return "".join(self.undo_text(f) for f in self.families)
+        blocks: list[str] = []
+        for table in TABLES:
+            rules = [r for r in self.of(family) if r.table == table]
+            if not rules:
+                continue
+            deletes = [" ".join(["-D", r.chain, *r.params]) for r in reversed(rules) if r.builtin]
+            chains = _chains(rules)
+            blocks += [f"* {table}", *deletes, *(f"-F {c}" for c in chains)]
+            blocks += [*(f"-X {c}" for c in chains), "COMMIT"]
+        return "".join(line + "\n" for line in blocks)
 
-    def builtin_rules(self) -> tuple[Rule, ...]:
-        return tuple(r for r in self.rules if _builtin(r))
+    def builtin_rules(self, family: Family = Family.V4) -> tuple[Rule, ...]:
+        return tuple(r for r in self.of(family) if r.builtin)
 
 
-def _builtin(rule: Rule) -> bool:
-    return rule.chain in BUILTIN_CHAINS
-
-
-def _chains(rules: tuple[Rule, ...]) -> tuple[str, ...]:
-    """Chains to create, in istio's order: chains with rules, then chains only jumped to."""
+def _chains(rules: list[Rule]) -> tuple[str, ...]:
+    """Chains to create in one table, in istio's order: chains with rules, then chains
+    only jumped to."""
     seen: dict[str, None] = {}
     for chain in (r.chain for r in rules):
         if chain not in BUILTIN_CHAINS:
@@ -176,88 +247,3 @@ def _chains(rules: tuple[Rule, ...]) -> tuple[str, ...]:
         if target.startswith(ISTIO_CHAIN_PREFIX):
             seen.setdefault(target)
     return tuple(seen)
-
-
-class _Builder:
-    def __init__(self) -> None:
-        self.rules: list[Rule] = []
-
-    def append(self, chain: str, *params: str) -> None:
-        self.rules.append(Rule(chain, params))
-
-    def insert(self, chain: str, *params: str) -> None:
-        self.rules.append(Rule(chain, params, position=1))
-
-
-def build_rules(config: CaptureConfig) -> CaptureRules:
-    """The nat rules istio-iptables installs for `config`, in its order."""
-    b = _Builder()
-    for nic in config.exclude_interfaces:
-        b.append("PREROUTING", "-i", nic, "-j", "RETURN")
-        b.append("OUTPUT", "-o", nic, "-j", "RETURN")
-    for nic in config.reroute_interfaces:
-        b.insert("PREROUTING", "-i", nic, "-j", "RETURN")
-    tunnel = str(config.inbound_tunnel_port)
-    b.append(ISTIO_INBOUND, "-p", "tcp", "--dport", tunnel, "-j", "RETURN")
-    b.append(ISTIO_REDIRECT, "-p", "tcp", "-j", "REDIRECT", "--to-ports", str(config.proxy_port))
-    b.append(
-        ISTIO_IN_REDIRECT,
-        *("-p", "tcp", "-j", "REDIRECT", "--to-ports", str(config.inbound_capture_port)),
-    )
-    _inbound(b, config)
-    b.append("OUTPUT", "-j", ISTIO_OUTPUT)
-    for port in config.outbound_ports_exclude:
-        b.append(ISTIO_OUTPUT, "-p", "tcp", "--dport", str(port), "-j", "RETURN")
-        b.append(ISTIO_OUTPUT, "-p", "udp", "--dport", str(port), "-j", "RETURN")
-    b.append(ISTIO_OUTPUT, "-o", "lo", "-s", INBOUND_PASSTHROUGH_SOURCE, "-j", "RETURN")
-    _proxy_owner(b, config, "--uid-owner", config.proxy_uids)
-    _proxy_owner(b, config, "--gid-owner", config.proxy_gids)
-    b.append(ISTIO_OUTPUT, "-d", HOST_LOOPBACK, "-j", "RETURN")
-    for cidr in config.outbound_ranges_exclude:
-        b.append(ISTIO_OUTPUT, "-d", cidr.with_prefixlen, "-j", "RETURN")
-    for port in config.outbound_ports_include:
-        b.append(ISTIO_OUTPUT, "-p", "tcp", "--dport", str(port), "-j", ISTIO_REDIRECT)
-    _outbound_include(b, config)
-    return CaptureRules(tuple(b.rules))
-
-
-def _inbound(b: _Builder, config: CaptureConfig) -> None:
-    if not config.inbound_ports:
-        return
-    b.append("PREROUTING", "-p", "tcp", "-j", ISTIO_INBOUND)
-    if config.inbound_ports == ALL:
-        for port in config.inbound_ports_exclude:
-            b.append(ISTIO_INBOUND, "-p", "tcp", "--dport", str(port), "-j", "RETURN")
-        b.append(ISTIO_INBOUND, "-p", "tcp", "-j", ISTIO_IN_REDIRECT)
-        return
-    for port in config.inbound_ports:
-        b.append(ISTIO_INBOUND, "-p", "tcp", "--dport", str(port), "-j", ISTIO_IN_REDIRECT)
-
-
-def _proxy_owner(b: _Builder, config: CaptureConfig, match: str, ids: tuple[int, ...]) -> None:
-    tunnel = str(config.inbound_tunnel_port)
-    loopback_included = config.outbound_ranges != ALL and any(
-        cidr.ip.is_loopback for cidr in config.outbound_ranges
-    )
-    for ident in map(str, ids):
-        # The proxy calling its own pod (not 127.0.0.1) over lo: back in through inbound.
-        b.append(
-            ISTIO_OUTPUT,
-            *("-o", "lo", "!", "-d", HOST_LOOPBACK, "-p", "tcp", "!", "--dport", tunnel),
-            *("-m", "owner", match, ident, "-j", ISTIO_IN_REDIRECT),
-        )
-        if not loopback_included:  # the app calling itself over lo stays uncaptured
-            b.append(ISTIO_OUTPUT, "-o", "lo", "-m", "owner", "!", match, ident, "-j", "RETURN")
-        b.append(ISTIO_OUTPUT, "-m", "owner", match, ident, "-j", "RETURN")
-
-
-def _outbound_include(b: _Builder, config: CaptureConfig) -> None:
-    if config.outbound_ranges == ALL:
-        b.append(ISTIO_OUTPUT, "-j", ISTIO_REDIRECT)
-        for nic in config.reroute_interfaces:
-            b.insert("PREROUTING", "-i", nic, "-j", ISTIO_REDIRECT)
-        return
-    for cidr in config.outbound_ranges:
-        for nic in config.reroute_interfaces:
-            b.insert("PREROUTING", "-i", nic, "-d", cidr.with_prefixlen, "-j", ISTIO_REDIRECT)
-        b.append(ISTIO_OUTPUT, "-d", cidr.with_prefixlen, "-j", ISTIO_REDIRECT)

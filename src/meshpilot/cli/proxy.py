@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from meshpilot.agent import AgentOptions, InterceptionMode, ProxyAgent, RuntimeOptions, XdsType
+from meshpilot.agent.dns_capture import DnsCapture
 from meshpilot.agent.options import detect_node_ip, parse_label_args, read_labels_file
 from meshpilot.cli.proxy_certs import cert_options, seconds
 from meshpilot.cli.proxy_wait import wait
@@ -226,6 +227,25 @@ def proxy() -> None:
     show_default=True,
     help="NONE: no iptables capture (outbound listeners on 127.0.0.1).",
 )
+@click.option(
+    "--dns-capture",
+    is_flag=True,
+    envvar="ISTIO_META_DNS_CAPTURE",
+    help="Run the DNS proxy on 15053 (pair with `meshpilot iptables --redirect-dns`).",
+)
+@click.option(
+    "--dns-auto-allocate",
+    is_flag=True,
+    envvar="ISTIO_META_DNS_AUTO_ALLOCATE",
+    help="Answer ServiceEntry hosts without addresses with VIPs from 240.240.0.0/16.",
+)
+@click.option(
+    "--resolv-conf",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=Path("/etc/resolv.conf"),
+    show_default=True,
+    help="The DNS proxy forwards other names to these nameservers.",
+)
 def sidecar(**kwargs: Any) -> None:
     """Run a sidecar proxy for one pod."""
     _run(ProxyType.SIDECAR, kwargs)
@@ -311,6 +331,9 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         use_dynamic_base_id=kw["use_dynamic_base_id"],
         run_as_proxy_uid=kw["run_as_proxy_uid"],
         max_restarts=kw["max_restarts"],
+        dns=DnsCapture(auto_allocate=kw["dns_auto_allocate"], resolv_conf=kw["resolv_conf"])
+        if kw.get("dns_capture")
+        else None,
     )
     options, certs = cert_options(options, kw, settings.ca_dir)
     return options, replace(runtime, certs=certs)

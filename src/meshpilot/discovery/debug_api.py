@@ -17,6 +17,7 @@ from meshpilot.discovery.objects_api import object_routes
 from meshpilot.model.proxy import Proxy, ProxyType, as_verified, proxy_from_pod
 from meshpilot.store.base import ConfigStore
 from meshpilot.xds import debug
+from meshpilot.xds.name_tables import name_table_for
 from meshpilot.xds.server import DiscoveryServer
 
 __all__ = ["debug_routes"]
@@ -50,6 +51,17 @@ def debug_routes(server: DiscoveryServer, store: ConfigStore) -> dict[str, Route
             return _json({"error": f"no connected proxy and no Pod {proxy_id!r}"}, 404)
         return _json(debug.config_dump(server.push_context, proxy))
 
+    async def ndsz(request: HttpRequest) -> HttpResponse:
+        """istiod's /debug/ndsz: the DNS name table a proxy's agent gets."""
+        proxy_id = request.param("proxyID")
+        if not proxy_id:
+            return _json({"error": "proxyID=<pod>.<namespace> is required"}, 400)
+        auto = (request.param("autoAllocate") or "").lower() in ("1", "true")
+        try:
+            return _json(name_table_for(server, proxy_id, auto))
+        except LookupError as exc:
+            return _json({"error": str(exc)}, 404)
+
     async def ready(_: HttpRequest) -> HttpResponse:
         if server.ready:
             return HttpResponse.text("ok\n")
@@ -73,6 +85,7 @@ def debug_routes(server: DiscoveryServer, store: ConfigStore) -> dict[str, Route
         "/debug/configz": configz,
         "/debug/registryz": registryz,
         "/debug/config_dump": config_dump,
+        "/debug/ndsz": ndsz,
         "/debug/tasks": tasks,
         "/ready": ready,
         "/metrics": metrics,

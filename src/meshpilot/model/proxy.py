@@ -54,6 +54,9 @@ class Proxy:
     istio_version: str = ISTIO_VERSION
     # interceptionMode NONE: no iptables capture; outbound listeners bind on 127.0.0.1.
     intercept: bool = True
+    # interceptionMode TPROXY: inbound arrives by TPROXY, not REDIRECT; the capture listeners
+    # are transparent and virtualInbound restores the caller's address (original_src).
+    tproxy: bool = False
     dns_domain: str = ""
     # Served its sidecar route configs' virtual hosts by VHDS (settings.vhds, Delta xDS).
     vhds: bool = False

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import IO
 
 from meshpilot.capture.apply import IptablesTarget, apply_capture
-from meshpilot.capture.rules import CaptureConfig, build_rules
+from meshpilot.capture.build import build_rules
+from meshpilot.capture.rules import CaptureConfig
 from meshpilot.errors import MeshpilotError
 from meshpilot.runtime.commands import in_netns, run
 from meshpilot.runtime.netns import (

@@ -111,6 +111,7 @@ def proxy_for(push: PushContext, info: NodeInfo) -> Proxy:
     return replace(
         proxy,
         intercept=info.interception_mode != "NONE",
+        tproxy=info.interception_mode == "TPROXY",
         istio_version=info.istio_version or proxy.istio_version,
         vhds=info.vhds and info.type is ProxyType.SIDECAR,
         verified=info.verified,

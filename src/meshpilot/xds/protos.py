@@ -26,6 +26,7 @@ class TypeUrl:
 
 class Filters:
     ORIGINAL_DST = "envoy.filters.listener.original_dst"
+    ORIGINAL_SRC = "envoy.filters.listener.original_src"
     TLS_INSPECTOR = "envoy.filters.listener.tls_inspector"
     HTTP_INSPECTOR = "envoy.filters.listener.http_inspector"
     HCM = "envoy.filters.network.http_connection_manager"

@@ -1,10 +1,12 @@
 """Capture golden cases: `golden/<case>.flags` holds a comment line saying what the case
-proves, then `meshpilot iptables` flags, exactly as a user types them (shell quoting).
+proves, then `meshpilot iptables` flags, exactly as a user types them (shell quoting;
+`{golden}` stands for the golden directory, where the cases' resolv.conf files are).
 
 Expected outputs next to it:
 - `<case>.rules`: `meshpilot iptables --dry-run` output (istio-iptables' restore text);
 - `<case>.save`:  `iptables-save -t nat` after applying the case in a fresh network
-  namespace, comment lines dropped (checked by tests/e2e/test_capture.py).
+  namespace, then the other tables (and with --dual-stack, ip6tables-save's) that hold
+  rules, comment lines dropped (checked by tests/e2e/test_capture.py).
 
 Refresh both with `REFRESH_GOLDEN=1 pytest tests/unit/capture tests/e2e/test_capture.py`.
 """
@@ -33,7 +35,8 @@ def load_cases() -> list[CaptureCase]:
     cases = []
     for path in sorted(GOLDEN_DIR.glob("*.flags")):
         lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
-        cases.append(CaptureCase(path.stem, tuple(shlex.split(" ".join(lines)))))
+        text = " ".join(lines).replace("{golden}", str(GOLDEN_DIR))
+        cases.append(CaptureCase(path.stem, tuple(shlex.split(text))))
     return cases
 
 

@@ -6,15 +6,15 @@ import pytest
 from click.testing import CliRunner
 
 from meshpilot.capture.apply import cleanup_text
+from meshpilot.capture.build import build_rules
 from meshpilot.capture.flags import CaptureFlags, config_from_flags, split
-from meshpilot.capture.rules import ALL, CaptureConfig, CaptureConfigError, build_rules
+from meshpilot.capture.rules import ALL, CaptureConfig, CaptureConfigError
 from meshpilot.cli.iptables import iptables
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["-m", "TPROXY"], "TPROXY is not supported yet"),
         (["-m", "SNAT"], "neither REDIRECT nor TPROXY"),
         (["-p", "http"], "-p/--envoy-port: 'http' is not a port number"),
         (["-z", "70000"], "-z/--inbound-capture-port: 70000 is outside 1-65535"),
@@ -22,7 +22,13 @@ from meshpilot.cli.iptables import iptables
         (["-x", "*"], "'*' is not allowed"),
         (["-i", "10.0.0.1"], "needs a prefix length"),
         (["-i", "10.0.0.0/33"], "is not a CIDR"),
-        (["-i", "fd00::/8"], "is IPv6; only IPv4 capture is supported yet"),
+        (["-i", "fd00::1/129"], "-i/--istio-service-cidr: 'fd00::1/129' is not a CIDR"),
+        (["-t", "x"], "-t/--istio-inbound-tproxy-mark: 'x' is not a number"),
+        (["-t", "1338"], "mark 1338 is reserved"),
+        (["-t", "4294967296"], "4294967296 is not 0-4294967295"),
+        (["--outbound-owner-groups", "a b"], "'a b' is neither a GID nor a group name"),
+        (["--outbound-ipv4-loopback-cidr", "10.0.0.1/32"], "is not in 127.0.0.0/8"),
+        (["--outbound-owner-groups", ",".join(map(str, range(65)))], "at most 64 owner groups"),
         (["-u", "istio-proxy"], "-u/--proxy-uid: 'istio-proxy' is not a list of numeric IDs"),
         (["-u", ""], "needs at least one numeric ID"),
     ],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from envoy.config.core.v3 import base_pb2
 
+from meshpilot.xds.generate.listeners import generate_sidecar_listeners
 from tests.unit.listeners.lds_helpers import Target, build, outbound_call, select_chain, target
 from tests.unit.listeners.meshes import CLIENT, CLIENT_POD, join, service
 
@@ -72,3 +73,29 @@ def test_known_services_are_handed_off_not_caught() -> None:
     listener, chain = outbound_call(mesh.listeners, "10.96.0.5", 5432)
     assert listener == "10.96.0.5_5432"
     assert target(chain) == Target("tcp", "outbound|5432||db.demo.svc.cluster.local")
+
+
+def test_tproxy_capture_listeners_are_transparent_and_inbound_keeps_the_source() -> None:
+    """interceptionMode TPROXY (Istio: transparent virtual listeners, original_src with
+    mark 1337 on virtualInbound, which istio-iptables' policy route matches)."""
+    import dataclasses
+
+    from envoy.extensions.filters.listener.original_src.v3 import original_src_pb2
+
+    redirect = build(CLIENT_POD, CLIENT)
+    tproxy = dataclasses.replace(redirect.proxy, tproxy=True)
+    listeners = {lst.name: lst for lst in generate_sidecar_listeners(redirect.push, tproxy, None)}
+    for name in ("virtualOutbound", "virtualInbound"):
+        assert listeners[name].transparent.value is True
+        assert not redirect.listener(name).HasField("transparent")
+    filters = [f.name for f in listeners["virtualInbound"].listener_filters]
+    assert filters[:2] == [
+        "envoy.filters.listener.original_dst",
+        "envoy.filters.listener.original_src",
+    ]
+    config = original_src_pb2.OriginalSrc()
+    listeners["virtualInbound"].listener_filters[1].typed_config.Unpack(config)
+    assert config.mark == 1337
+    assert "envoy.filters.listener.original_src" not in [
+        f.name for f in redirect.listener("virtualInbound").listener_filters
+    ]

@@ -8,17 +8,21 @@ from envoy.config.core.v3 import address_pb2
 from envoy.config.listener.v3 import listener_components_pb2 as lc_pb2
 from envoy.extensions.filters.listener.http_inspector.v3 import http_inspector_pb2
 from envoy.extensions.filters.listener.original_dst.v3 import original_dst_pb2
+from envoy.extensions.filters.listener.original_src.v3 import original_src_pb2
 from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2
 from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2
 from google.protobuf import message
 
 from meshpilot.xds.protos import Filters, pack, u32
 
+TPROXY_MARK = 1337  # istio-iptables' default -t, which its policy route matches
+
 __all__ = [
     "cidr_range",
     "http_inspector",
     "network_filter",
     "original_dst",
+    "original_src",
     "simple_tcp_proxy",
     "socket_address",
     "tcp_proxy_filter",
@@ -47,6 +51,12 @@ def _listener_filter(name: str, config: message.Message) -> lc_pb2.ListenerFilte
 
 def original_dst() -> lc_pb2.ListenerFilter:
     return _listener_filter(Filters.ORIGINAL_DST, original_dst_pb2.OriginalDst())
+
+
+def original_src(mark: int = TPROXY_MARK) -> lc_pb2.ListenerFilter:
+    """TPROXY: the upstream connection to the app keeps the caller's address, marked so
+    that the app's replies route back to Envoy (Istio's xdsfilters.OriginalSrc)."""
+    return _listener_filter(Filters.ORIGINAL_SRC, original_src_pb2.OriginalSrc(mark=mark))
 
 
 def tls_inspector() -> lc_pb2.ListenerFilter:

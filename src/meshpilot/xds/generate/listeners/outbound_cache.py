@@ -1,8 +1,8 @@
 """Outbound listeners shared by the sidecars of a class, built once per push.
 
 The outbound side (per-port listeners and virtualOutbound) is decided by the proxy's class
-(scope, capture, DestinationRules), its IP family, and two workload details that rarely
-matter: the labels a mesh VirtualService's tcp/tls `sourceLabels` ask about, and the
+(scope, capture, DestinationRules), its IP family, TPROXY or not, and two workload details
+that rarely matter: the labels a mesh VirtualService's tcp/tls `sourceLabels` ask about, and the
 proxy's own IP when it is an endpoint of a headless service (it gets no listener for
 itself). The cache key holds exactly those, so a second sidecar of the class is a hit.
 """
@@ -47,6 +47,7 @@ def _key(ctx: SidecarContext) -> tuple[object, ...]:
         proxy_class,
         proxy.namespace,
         ctx.wildcard,
+        proxy.tproxy,  # a transparent virtualOutbound
         tuple(proxy.labels.get(k) for k in label_keys),
         own if own in headless else None,
     )

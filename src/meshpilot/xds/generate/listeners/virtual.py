@@ -14,6 +14,7 @@ from meshpilot.xds.generate.listeners.context import SidecarContext
 from meshpilot.xds.generate.listeners.filters import (
     http_inspector,
     original_dst,
+    original_src,
     simple_tcp_proxy,
     socket_address,
     tls_inspector,
@@ -58,6 +59,7 @@ def virtual_outbound(ctx: SidecarContext) -> listener_pb2.Listener:
         use_original_dst=boolean(True),
         filter_chains=[blackhole, catch_all],
         traffic_direction=base_pb2.OUTBOUND,
+        transparent=boolean(True) if ctx.proxy.tproxy else None,
     )
 
 
@@ -71,8 +73,11 @@ def virtual_inbound(
         traffic_direction=base_pb2.INBOUND,
         continue_on_listener_filters_timeout=True,
         listener_filters_timeout=duration(ctx.push.mesh.protocol_detection_timeout),
+        transparent=boolean(True) if ctx.proxy.tproxy else None,
     )
     listener.listener_filters.append(original_dst())
+    if ctx.proxy.tproxy:  # TPROXY kept the caller's address: Envoy passes it on
+        listener.listener_filters.append(original_src())
     listener.listener_filters.extend(_inspectors(chains))
     return listener
 
