@@ -113,9 +113,11 @@ _OPTIONS: dict[tuple[ChainProtocol, MtlsMode], tuple[MatchOption, ...]] = {
     (ChainProtocol.HTTP, MtlsMode.STRICT): (MatchOption(_H, TLS, tls=True),),
     (ChainProtocol.TCP, MtlsMode.STRICT): (MatchOption(_T, TLS, tls=True),),
     # DISABLE terminates nothing; whatever is not plaintext HTTP reaches the app as TCP,
-    # the app's own TLS included (no transport_protocol: Istio's plaintext options).
+    # the app's own TLS included. Envoy never falls back from the exact `raw_buffer` match
+    # of the HTTP chain, so plaintext TCP needs a `raw_buffer` chain of its own.
     (ChainProtocol.AUTO, MtlsMode.DISABLE): (
         MatchOption(_H, RAW_BUFFER, PLAINTEXT_HTTP_ALPNS),
+        MatchOption(_T, RAW_BUFFER),
         MatchOption(_T, ""),
     ),
     (ChainProtocol.HTTP, MtlsMode.DISABLE): (MatchOption(_H, ""),),
