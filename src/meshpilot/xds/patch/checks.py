@@ -1,0 +1,174 @@
+"""The proto constraints Envoy checks when it loads a resource (protoc-gen-validate rules
+in the Envoy protos), for patched resources: a patch that breaks one is skipped instead of
+making Envoy reject the whole update.
+
+The common rules are checked: required messages and oneofs, string length, number and
+duration bounds, repeated and map sizes, defined enum values; typed configs (Any) are
+checked inside when their message type is known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import any_pb2, message
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from validate import validate_pb2
+
+from meshpilot.xds.patch.values import message_class
+
+__all__ = ["first_violation"]
+
+_NUMBERS = (
+    "int32",
+    "int64",
+    "uint32",
+    "uint64",
+    "sint32",
+    "sint64",
+    "double",
+    "float",
+    "fixed32",
+    "fixed64",
+    "sfixed32",
+    "sfixed64",
+)
+_rules_memo: dict[str, list[tuple[FieldDescriptor, Any]]] = {}
+
+
+def first_violation(msg: message.Message, path: str = "") -> str | None:
+    """The first rule `msg` breaks, as `field.path: what`; None when it keeps them all."""
+    desc = msg.DESCRIPTOR
+    if desc.full_name == any_pb2.Any.DESCRIPTOR.full_name:
+        return _check_any(msg, path)
+    for oneof in desc.oneofs:
+        if oneof.GetOptions().Extensions[validate_pb2.required] and not msg.WhichOneof(oneof.name):
+            return f"{path or desc.name}: one of {oneof.name} is required"
+    for fd, rules in _rules(desc):
+        problem = _check_field(msg, fd, rules, f"{path}.{fd.name}" if path else fd.name)
+        if problem:
+            return problem
+    for fd, value in msg.ListFields():
+        if fd.type != FieldDescriptor.TYPE_MESSAGE:
+            continue
+        where = f"{path}.{fd.name}" if path else fd.name
+        if fd.message_type.GetOptions().map_entry:
+            items = [v for v in value.values()] if _map_of_messages(fd) else []
+        elif fd.is_repeated:
+            items = list(value)
+        else:
+            items = [value]
+        for item in items:
+            problem = first_violation(item, where)
+            if problem:
+                return problem
+    return None
+
+
+def _map_of_messages(fd: FieldDescriptor) -> bool:
+    return bool(fd.message_type.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE)
+
+
+def _check_any(msg: Any, path: str) -> str | None:
+    cls = message_class(msg.TypeName())
+    if cls is None:
+        return None
+    inner = cls()
+    try:
+        msg.Unpack(inner)
+    except message.DecodeError as exc:
+        return f"{path}: {exc}"
+    return first_violation(inner, path)
+
+
+def _rules(desc: Descriptor) -> list[tuple[FieldDescriptor, Any]]:
+    found = _rules_memo.get(desc.full_name)
+    if found is None:
+        found = []
+        for fd in desc.fields:
+            options = fd.GetOptions()
+            if options.HasExtension(validate_pb2.rules):
+                found.append((fd, options.Extensions[validate_pb2.rules]))
+        _rules_memo[desc.full_name] = found
+    return found
+
+
+def _check_field(msg: Any, fd: FieldDescriptor, rules: Any, path: str) -> str | None:
+    oneof = fd.containing_oneof
+    if oneof is not None and msg.WhichOneof(oneof.name) != fd.name:
+        return None  # the rules of a oneof member apply when it is the one set
+    kind = rules.WhichOneof("type")
+    repeated = fd.is_repeated
+    if kind == "repeated" or kind == "map":
+        bounds = getattr(rules, kind)
+        size = len(getattr(msg, fd.name))
+        if bounds.min_items and size < bounds.min_items:
+            return f"{path}: at least {bounds.min_items} item(s) required"
+        if bounds.max_items and size > bounds.max_items:
+            return f"{path}: at most {bounds.max_items} item(s) allowed"
+        return None
+    if repeated:
+        return None
+    if rules.HasField("message") and rules.message.required and not msg.HasField(fd.name):
+        return f"{path}: value is required"
+    if kind is None:
+        return None
+    has = msg.HasField(fd.name) if fd.has_presence else True
+    value = getattr(msg, fd.name)
+    if kind == "duration":
+        if not has:
+            return f"{path}: value is required" if rules.duration.required else None
+        return _bounds(path, value.ToNanoseconds(), rules.duration, lambda d: d.ToNanoseconds())
+    if kind == "string":
+        s = rules.string
+        if s.ignore_empty and not value:
+            return None
+        if s.min_len and len(value) < s.min_len:
+            return f"{path}: at least {s.min_len} character(s) required"
+        if s.HasField("max_len") and len(value) > s.max_len:
+            return f"{path}: at most {s.max_len} character(s) allowed"
+        if s.min_bytes and len(value.encode()) < s.min_bytes:
+            return f"{path}: at least {s.min_bytes} byte(s) required"
+        return None
+    if kind == "enum":
+        if rules.enum.defined_only and fd.enum_type.values_by_number.get(value) is None:
+            return f"{path}: {value} is not a defined value"
+        return None
+    if kind in _NUMBERS:
+        if fd.type == FieldDescriptor.TYPE_MESSAGE:  # a wrapper (UInt32Value, ...)
+            if not has:
+                return None
+            value = value.value
+        return _bounds(path, value, getattr(rules, kind), lambda n: n)
+    return None
+
+
+def _bounds(path: str, value: Any, rules: Any, convert: Callable[[Any], Any]) -> str | None:
+    if getattr(rules, "ignore_empty", False) and not value:
+        return None
+    for name, words in _BOUNDS:
+        if rules.HasField(name):
+            bound = convert(getattr(rules, name))
+            if not _within(name, value, bound):
+                return f"{path}: must be {words} {_show(getattr(rules, name))}"
+    return None
+
+
+_BOUNDS = (("gt", "greater than"), ("gte", "at least"), ("lt", "less than"), ("lte", "at most"))
+
+
+def _within(name: str, value: Any, bound: Any) -> bool:
+    if name == "gt":
+        return bool(value > bound)
+    if name == "gte":
+        return bool(value >= bound)
+    if name == "lt":
+        return bool(value < bound)
+    return bool(value <= bound)
+
+
+def _show(bound: Any) -> str:
+    if hasattr(bound, "ToJsonString"):
+        return str(bound.ToJsonString())
+    return str(bound)
