@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 
 from meshpilot.analysis.conflicting_virtual_services import check_conflicting_virtual_services
 from meshpilot.analysis.destination_rules import check_destination_rules
+from meshpilot.analysis.envoy_filters import check_envoy_filters
 from meshpilot.analysis.fail_closed import check_fail_closed
 from meshpilot.analysis.gateways import check_gateway_workloads
 from meshpilot.analysis.peer_authentications import check_peer_authentications
@@ -41,6 +42,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_peer_authentications,
     check_security_policies,
     check_fail_closed,
+    check_envoy_filters,
 )
 
 

@@ -100,13 +100,14 @@ def _check_field(msg: Any, fd: FieldDescriptor, rules: Any, path: str) -> str | 
         return None  # the rules of a oneof member apply when it is the one set
     kind = rules.WhichOneof("type")
     repeated = fd.is_repeated
-    if kind == "repeated" or kind == "map":
+    if kind in ("repeated", "map"):
         bounds = getattr(rules, kind)
+        low, high = ("min_items", "max_items") if kind == "repeated" else ("min_pairs", "max_pairs")
         size = len(getattr(msg, fd.name))
-        if bounds.min_items and size < bounds.min_items:
-            return f"{path}: at least {bounds.min_items} item(s) required"
-        if bounds.max_items and size > bounds.max_items:
-            return f"{path}: at most {bounds.max_items} item(s) allowed"
+        if getattr(bounds, low) and size < getattr(bounds, low):
+            return f"{path}: at least {getattr(bounds, low)} item(s) required"
+        if bounds.HasField(high) and size > getattr(bounds, high):
+            return f"{path}: at most {getattr(bounds, high)} item(s) allowed"
         return None
     if repeated:
         return None

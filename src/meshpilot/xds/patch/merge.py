@@ -2,7 +2,8 @@
 merge field by field, map entries replace), with one difference Istio makes for filters
 and transport sockets: an Any merged into an Any of the same type URL merges the typed
 messages inside (a patch can change one field of a filter's config); of another type, the
-patch's Any replaces it.
+patch's Any replaces it. A Duration is replaced whole, as Istio's merge does (merging
+`0.5s` into `5s` field by field would give 5.5 s).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from meshpilot.xds.patch.values import message_class
 __all__ = ["merge_message"]
 
 _ANY = any_pb2.Any.DESCRIPTOR.full_name
+_DURATION = "google.protobuf.Duration"
 
 
 def merge_message(target: message.Message, patch: message.Message) -> None:
@@ -30,10 +32,12 @@ def merge_message(target: message.Message, patch: message.Message) -> None:
                 getattr(target, fd.name).extend(value)
         elif fd.type == FieldDescriptor.TYPE_MESSAGE:
             inner = getattr(target, fd.name)
-            if fd.containing_oneof is not None and not target.HasField(fd.name):
+            replaced = fd.message_type.full_name == _DURATION
+            if replaced or fd.containing_oneof is not None and not target.HasField(fd.name):
                 inner.CopyFrom(value)  # another member of the oneof was set: replaced
             else:
                 merge_message(inner, value)
+            inner.SetInParent()  # set, even when the patch's message is empty (0s)
         else:
             setattr(target, fd.name, value)
 

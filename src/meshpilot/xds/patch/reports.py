@@ -11,10 +11,11 @@ from dataclasses import dataclass
 
 from meshpilot.model.push_context import PushContext
 
-__all__ = ["PatchProblem", "patch_problems", "report"]
+__all__ = ["PatchProblem", "patch_problems", "quiet", "report"]
 
 log = logging.getLogger(__name__)
 _MEMO_KEY = "xds.patch.problems"
+_QUIET_KEY = "xds.patch.quiet"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -39,9 +40,15 @@ def patch_problems(push: PushContext) -> list[PatchProblem]:
     return sorted(found) if isinstance(found, set) else []
 
 
+def quiet(push: PushContext) -> None:
+    """Keep the problems of this push without logging them (`analyze` shows them itself)."""
+    push.memo[_QUIET_KEY] = True
+
+
 def report(push: PushContext, problem: PatchProblem) -> None:
     found = push.memo.setdefault(_MEMO_KEY, set())
     assert isinstance(found, set)
     if problem not in found:
         found.add(problem)
-        log.warning("%s", problem)
+        if not push.memo.get(_QUIET_KEY):
+            log.warning("%s", problem)
