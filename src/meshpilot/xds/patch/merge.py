@@ -33,7 +33,7 @@ def merge_message(target: message.Message, patch: message.Message) -> None:
         elif fd.type == FieldDescriptor.TYPE_MESSAGE:
             inner = getattr(target, fd.name)
             replaced = fd.message_type.full_name == _DURATION
-            if replaced or fd.containing_oneof is not None and not target.HasField(fd.name):
+            if replaced or (fd.containing_oneof is not None and not target.HasField(fd.name)):
                 inner.CopyFrom(value)  # another member of the oneof was set: replaced
             else:
                 merge_message(inner, value)
