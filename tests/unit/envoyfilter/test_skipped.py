@@ -38,7 +38,9 @@ _LUA = """\
   - applyTo: HTTP_FILTER
     match:
       context: SIDECAR_OUTBOUND
-      listener: {portNumber: 9080, filterChain: {filter: {name: envoy.filters.network.http_connection_manager}}}
+      listener:
+        portNumber: 9080
+        filterChain: {filter: {name: envoy.filters.network.http_connection_manager}}
     patch:
       operation: %s
       value:
