@@ -5,6 +5,8 @@ the first reason and how many resources it concerns. A warning: the rest is serv
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -19,24 +21,42 @@ from meshpilot.model.push_context import PushContext
 from meshpilot.xds.generate import generator
 from meshpilot.xds.patch import PATCHED_TYPES, patch_problems
 from meshpilot.xds.patch.reports import quiet
+from meshpilot.xds.patch.selection import proxy_patches
 
-__all__ = ["check_envoy_filters"]
+__all__ = ["BUDGET", "check_envoy_filters"]
+
+log = logging.getLogger(__name__)
+# Seconds spent generating workloads' configuration; the kinds left unchecked after it are
+# logged (a mesh-wide filter on a large mesh would otherwise make analyze slow).
+BUDGET = 20.0
 
 
 def check_envoy_filters(push: PushContext) -> Iterator[Diagnostic]:
     if not push.of_kind(Kind.ENVOY_FILTER):
         return
     quiet(push)
+    started = time.monotonic()
     selectors = [gw.model.spec.selector for gw in push.gateways if gw.model.spec.selector]
     seen: set[tuple[object, ...]] = set()
     for pod in cast(Sequence[ConfigObject[Pod]], push.of_kind(Kind.POD)):
         router = any(all(pod.labels.get(k) == v for k, v in s.items()) for s in selectors)
         proxy_type = ProxyType.ROUTER if router else ProxyType.SIDECAR
-        kind_of = (proxy_type, pod.namespace, tuple(sorted(pod.labels.items())))
+        proxy = as_verified(proxy_from_pod(pod, proxy_type, push.domain_suffix))
+        patches = proxy_patches(push, proxy)
+        if patches is None:
+            continue
+        # One workload of a kind: same patches, same outbound class, same labels (inbound).
+        kind_of = (push.proxy_class(proxy), patches.key, tuple(sorted(pod.labels.items())))
         if kind_of in seen:
             continue
         seen.add(kind_of)
-        proxy = as_verified(proxy_from_pod(pod, proxy_type, push.domain_suffix))
+        if time.monotonic() - started > BUDGET:
+            log.warning(
+                "analyze: EnvoyFilter patches checked on %d workload kinds only (%.0f s spent)",
+                len(seen) - 1,
+                BUDGET,
+            )
+            break
         for type_url in sorted(PATCHED_TYPES):
             generator(type_url, proxy_type)(push, proxy, None)
     by_patch: dict[tuple[str, str, int], list[str]] = {}
