@@ -74,10 +74,18 @@ def _listener_filter(listener: listener_pb2.Listener, patch: ConfigPatch, contex
     )
 
 
+def _all_chains(listener: listener_pb2.Listener) -> list[listener_components_pb2.FilterChain]:
+    """The filter chains and the default chain (patched like the others, as Istio does)."""
+    chains = list(listener.filter_chains)
+    if listener.HasField("default_filter_chain"):
+        chains.append(listener.default_filter_chain)
+    return chains
+
+
 def _chains(
     listener: listener_pb2.Listener, patch: ConfigPatch
 ) -> list[listener_components_pb2.FilterChain]:
-    return [c for c in listener.filter_chains if chain_matches(listener, c, patch.listener)]
+    return [c for c in _all_chains(listener) if chain_matches(listener, c, patch.listener)]
 
 
 def _filter_chain(listener: listener_pb2.Listener, patch: ConfigPatch, context: str) -> Outcome:
@@ -85,13 +93,24 @@ def _filter_chain(listener: listener_pb2.Listener, patch: ConfigPatch, context: 
         assert patch.value is not None
         listener.filter_chains.add().CopyFrom(patch.value)
         return True
-    return apply_list_operation(
+    changed = apply_list_operation(
         listener.filter_chains,
         patch.operation,
         patch.value,
         lambda c: chain_matches(listener, c, patch.listener),
         True,
     )
+    default = listener.default_filter_chain
+    if listener.HasField("default_filter_chain") and chain_matches(
+        listener, default, patch.listener
+    ):
+        if patch.operation == "REMOVE":
+            listener.ClearField("default_filter_chain")
+            return True
+        if patch.operation == "MERGE" and patch.value is not None:
+            merge_message(default, patch.value)
+            return True
+    return changed
 
 
 def _filter_match(patch: ConfigPatch) -> dict[str, object] | None:
@@ -148,7 +167,7 @@ def _each_hcm(
     edit: Callable[[hcm_pb2.HttpConnectionManager], bool],
 ) -> bool:
     changed = False
-    chains = listener.filter_chains if patch is None else _chains(listener, patch)
+    chains = _all_chains(listener) if patch is None else _chains(listener, patch)
     for chain in chains:
         for net in chain.filters:
             if net.name != _HCM or not net.HasField("typed_config"):
