@@ -97,3 +97,25 @@ def test_insert_first_puts_the_lua_filter_first_and_envoy_accepts_it(tmp_path: P
     assert _http_filters(cfg, "0.0.0.0_9080")[0] == "envoy.filters.http.lua"
     assert patch_problems(push) == []
     validate_config(cfg, node_id=proxy(push, PRODUCTPAGE).node_id)
+
+
+def test_an_added_cluster_whose_name_is_taken_is_skipped(tmp_path: Path) -> None:
+    text = (
+        _HEAD
+        + """\
+  - applyTo: CLUSTER
+    patch:
+      operation: ADD
+      value: {name: "outbound|9080||details.default.svc.cluster.local", connect_timeout: 1s}
+  - applyTo: CLUSTER
+    patch: {operation: ADD, value: {name: extra, connect_timeout: 1s}}
+"""
+    )
+    push = push_with(tmp_path, text)
+    names = [c.name for c in config(push, PRODUCTPAGE).clusters]
+    assert names.count("outbound|9080||details.default.svc.cluster.local") == 1
+    assert names.count("extra") == 1
+    assert [str(p).split(") ", 1)[1] for p in patch_problems(push)] == [
+        "configPatches[0] skipped: the proxy already has a cluster named "
+        "'outbound|9080||details.default.svc.cluster.local'"
+    ]

@@ -79,7 +79,14 @@ def apply_patches(push: PushContext, proxy: Proxy, type_url: str, messages: list
             hit = memo[key] = (msg, _run(push, msg, steps, step, context))
         if hit[1] is not None:
             out.append(hit[1])
-    out.extend(_added(push, memo, patches, type_url, relevant, gateway))
+    names = {getattr(m, "name", "") for m in out}
+    for patch, value in _added(push, memo, patches, type_url, relevant, gateway):
+        if value.name in names:  # Envoy rejects an update naming a resource twice
+            what = "listener" if type_url == TypeUrl.LISTENER else "cluster"
+            report(push, patch.problem(f"the proxy already has a {what} named {value.name!r}"))
+            continue
+        names.add(value.name)
+        out.append(value)
     return out
 
 
@@ -147,7 +154,7 @@ def _added(
     type_url: str,
     relevant: Sequence[ConfigPatch],
     gateway: bool,
-) -> list[message.Message]:
+) -> list[tuple[ConfigPatch, Any]]:
     """The listeners and clusters ADD patches add, once per proxy kind and patches."""
     if type_url == TypeUrl.ROUTE:
         return []
@@ -166,7 +173,7 @@ def _added(
             if problem is not None:
                 report(push, patch.problem(f"Envoy would reject the added {apply_to}: {problem}"))
                 continue
-            found.append(patch.value)
+            found.append((patch, patch.value))
     return list(found)
 
 
