@@ -24,7 +24,7 @@ from google.protobuf import message
 from meshpilot.config.kinds import Kind
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
-from meshpilot.xds.patch.checks import first_violation
+from meshpilot.xds.patch.checks import changed_violation, first_violation, merged_violation
 from meshpilot.xds.patch.clusters import cluster_context, patch_cluster
 from meshpilot.xds.patch.listeners import LISTENER_LEVELS, REMOVED, patch_listener
 from meshpilot.xds.patch.matching import context_matches
@@ -117,7 +117,7 @@ def _run(
         return _run_checked(push, msg, patches, step, context)
     if not changed:
         return msg
-    if _violation(trial) is None:
+    if _violation_after(trial, msg, patches) is None:
         return trial
     return _run_checked(push, msg, patches, step, context)
 
@@ -138,7 +138,7 @@ def _run_checked(
             continue
         if outcome == REMOVED:
             return None
-        problem = _violation(trial)
+        problem = _violation(trial, current)
         if problem is not None:
             what = f"{trial.DESCRIPTOR.name} {getattr(trial, 'name', '')!r}"
             report(push, patch.problem(f"Envoy would reject the patched {what}: {problem}"))
@@ -169,7 +169,7 @@ def _added(
                 continue
             if not any(context_matches(patch, c) for c in contexts):
                 continue
-            problem = _violation(patch.value)
+            problem = _violation(patch.value, None)
             if problem is not None:
                 report(push, patch.problem(f"Envoy would reject the added {apply_to}: {problem}"))
                 continue
@@ -177,8 +177,35 @@ def _added(
     return list(found)
 
 
-def _violation(msg: message.Message) -> str | None:
-    problem = first_violation(msg)
+# The patches that MERGE into the resource itself (its own applyTo, by message type): a
+# check along their values is enough (the common mesh-wide CLUSTER MERGE on every cluster).
+_OWN = {
+    "Cluster": "CLUSTER",
+    "Listener": "LISTENER",
+    "RouteConfiguration": "ROUTE_CONFIGURATION",
+}
+
+
+def _violation_after(
+    msg: message.Message, before: message.Message, patches: list[ConfigPatch]
+) -> str | None:
+    own = _OWN.get(msg.DESCRIPTOR.name)
+    if not all(p.apply_to == own and p.operation == "MERGE" for p in patches):
+        return _violation(msg, before)
+    for patch in patches:
+        assert patch.value is not None
+        problem = merged_violation(msg, patch.value)
+        if problem is not None:
+            return problem
+    if isinstance(msg, listener_pb2.Listener):
+        return filter_order_violation(msg)
+    return None
+
+
+def _violation(msg: message.Message, before: message.Message | None) -> str | None:
+    """What Envoy would reject in `msg`: where it differs from `before` (generated, valid),
+    or anywhere when there is none; for a listener, the order of its filters too."""
+    problem = first_violation(msg) if before is None else changed_violation(msg, before)
     if problem is None and isinstance(msg, listener_pb2.Listener):
         problem = filter_order_violation(msg)
     return problem
