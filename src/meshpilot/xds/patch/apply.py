@@ -66,21 +66,38 @@ def apply_patches(push: PushContext, proxy: Proxy, type_url: str, messages: list
         return messages
     memo = push.memo.setdefault(_MEMO_KEY, {})
     assert isinstance(memo, dict)
+    return _patched(push, memo, type_url, messages, patches, relevant, step, context_of, gateway)
+
+
+def _patched(
+    push: PushContext,
+    memo: dict[Any, Any],
+    type_url: str,
+    messages: list[Any],
+    patches: ProxyPatches,
+    relevant: Sequence[ConfigPatch],
+    step: Step,
+    context_of: Callable[[Any], str],
+    gateway: bool,
+) -> list[Any]:
     out = []
+    get = memo.get
+    prefix = (type_url, patches.key, gateway)
     for msg in messages:
-        context = context_of(msg)
-        steps = [p for p in relevant if context_matches(p, context)]
-        if not steps:
-            out.append(msg)
-            continue
-        key = (type_url, patches.key, context, id(msg))
-        hit = memo.get(key)
+        key = (prefix, id(msg))
+        hit = get(key)
         if hit is None or hit[0] is not msg:
-            hit = memo[key] = (msg, _run(push, msg, steps, step, context))
+            context = context_of(msg)
+            steps = [p for p in relevant if context_matches(p, context)]
+            patched = _run(push, msg, steps, step, context) if steps else msg
+            hit = memo[key] = (msg, patched)  # the message pinned: its id stays unique
         if hit[1] is not None:
             out.append(hit[1])
+    added = _added(push, memo, patches, type_url, relevant, gateway)
+    if not added:
+        return out
     names = {getattr(m, "name", "") for m in out}
-    for patch, value in _added(push, memo, patches, type_url, relevant, gateway):
+    for patch, value in added:
         if value.name in names:  # Envoy rejects an update naming a resource twice
             what = "listener" if type_url == TypeUrl.LISTENER else "cluster"
             report(push, patch.problem(f"the proxy already has a {what} named {value.name!r}"))
