@@ -2,14 +2,16 @@
 after the generators and before the resources are serialized and sent.
 
 Patching is cached per push like generation: a patched resource is kept under the
-EnvoyFilters that patched it (namespace, name, resourceVersion, generation and patch
-indexes), the patch context and the generated message it came from (pinned, so its identity
-stays unique), so proxies that share generated messages and filters share the patched ones
-too, and an edited EnvoyFilter (a new resourceVersion, a new push) is applied afresh.
+EnvoyFilters that apply to the proxy (namespace, name, resourceVersion, generation and patch
+indexes) and the generated message it came from (pinned, so its identity stays unique), so
+proxies that share generated messages and filters share the patched ones too (and their
+serialized bytes, xds/resources.py), and an edited EnvoyFilter (a new resourceVersion, a new
+push) is applied afresh.
 
-Each patch is applied to a copy: one that raises or leaves the resource breaking a rule
-Envoy checks (xds/patch/checks.py) is reported (xds/patch/reports.py) and skipped, and the
-next patches go on from the resource as it was.
+A resource's patches are applied to a copy and the result checked for what Envoy would
+reject (xds/patch/checks.py, order.py); only if it fails are they applied again one by one,
+each checked, so that the ones at fault are reported (xds/patch/reports.py) and skipped
+while the others and the rest of the configuration are served.
 """
 
 from __future__ import annotations
