@@ -14,6 +14,7 @@ from meshpilot.analysis.annotations import check_annotations
 from meshpilot.analysis.conflicting_virtual_services import check_conflicting_virtual_services
 from meshpilot.analysis.destination_rule_tls import check_destination_rule_tls
 from meshpilot.analysis.destination_rules import check_destination_rules
+from meshpilot.analysis.envoy_filters import check_envoy_filters
 from meshpilot.analysis.fail_closed import check_fail_closed
 from meshpilot.analysis.gateway_conflicts import check_gateway_conflicts
 from meshpilot.analysis.gateway_ports import check_gateway_ports
@@ -58,6 +59,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_service_entries,
     check_gateway_conflicts,
     check_gateway_ports,
+    check_envoy_filters,
 )
 
 

@@ -77,6 +77,7 @@ MESSAGES: dict[str, MessageType] = {
         MessageType("MP0008", "JwksHostNotFound", W),
         MessageType("MP0009", "SidecarEgressHostNotFound", W),
         MessageType("MP0010", "KindNotAppliedYet", W),
+        MessageType("MP0011", "EnvoyFilterPatchSkipped", W),
     )
 }
 

@@ -11,6 +11,7 @@ X-Forwarded-Client-Cert names the client's certificate), except:
     /flaky            503 for the first attempt of each x-request-id (retries make it 200)
     /slow?ms=N        answer after N milliseconds (timeouts)
     /status/N         answer with status N
+    /header?name=H    the line plus ` H=<value of request header H>` (what filters added)
     /productpage      with --call URL: call URL (propagating end-user and x-request-id;
                       Host from --call-host if given) and answer `<own line> -> <upstream>`
 
@@ -86,6 +87,9 @@ class Handler(BaseHTTPRequestHandler):
         elif url.path == "/slow":
             millis = int(parse_qs(url.query).get("ms", ["1000"])[0])
             time.sleep(millis / 1000)
+        elif url.path == "/header":
+            name = parse_qs(url.query).get("name", [""])[0]
+            line += f" {name}={self.headers.get(name, '')}"
         elif url.path.startswith("/status/"):
             self._answer(int(url.path.rsplit("/", 1)[1]), line)
             return

@@ -57,6 +57,7 @@ _NEVER = UNREAD_KINDS | NOT_APPLIED_KINDS
 _NOT_SIDECAR_ROUTING = _NEVER | {Kind.GATEWAY, Kind.SECRET}
 # SDS serves the secrets a proxy subscribed to by name: only Secrets change them.
 _NOT_SECRETS = _NEVER | {
+    Kind.ENVOY_FILTER,
     Kind.VIRTUAL_SERVICE,
     Kind.DESTINATION_RULE,
     Kind.SIDECAR,
@@ -71,7 +72,8 @@ _NOT_SECRETS = _NEVER | {
 _UNAFFECTED: Mapping[tuple[ProxyType, str], frozenset[Kind]] = {
     # Clusters come from services, DestinationRules and the scope; routes never change them.
     (ProxyType.SIDECAR, CDS): _NOT_SIDECAR_ROUTING | {Kind.VIRTUAL_SERVICE},
-    (ProxyType.SIDECAR, EDS): _NOT_SIDECAR_ROUTING | {Kind.VIRTUAL_SERVICE},
+    # EnvoyFilter patches listeners, routes and clusters, never assignments (xds/patch/).
+    (ProxyType.SIDECAR, EDS): _NOT_SIDECAR_ROUTING | {Kind.VIRTUAL_SERVICE, Kind.ENVOY_FILTER},
     # VirtualServices reach sidecar listeners only through tcp/tls routes: see _l4_only.
     (ProxyType.SIDECAR, LDS): _NOT_SIDECAR_ROUTING,
     (ProxyType.SIDECAR, RDS): _NOT_SIDECAR_ROUTING,
@@ -80,7 +82,8 @@ _UNAFFECTED: Mapping[tuple[ProxyType, str], frozenset[Kind]] = {
     # the secrets it needs; only the VirtualService kind never changes their clusters.
     # Sidecar resources never apply to gateways.
     (ProxyType.ROUTER, CDS): _NEVER | {Kind.VIRTUAL_SERVICE, Kind.SECRET, Kind.SIDECAR},
-    (ProxyType.ROUTER, EDS): _NEVER | {Kind.VIRTUAL_SERVICE, Kind.SECRET, Kind.SIDECAR},
+    (ProxyType.ROUTER, EDS): _NEVER
+    | {Kind.VIRTUAL_SERVICE, Kind.SECRET, Kind.SIDECAR, Kind.ENVOY_FILTER},
     (ProxyType.ROUTER, LDS): _NEVER | {Kind.SIDECAR},
     (ProxyType.ROUTER, RDS): _NEVER | {Kind.SECRET, Kind.SIDECAR},
     (ProxyType.ROUTER, SDS): _NOT_SECRETS,

@@ -22,6 +22,7 @@ from meshpilot.registry.model import Service
 from meshpilot.store.base import StoreSnapshot
 from meshpilot.xds.connection import SHORT_TYPE, Connection, WatchedResource
 from meshpilot.xds.generate import generate_proxy_config
+from meshpilot.xds.patch import patch_problems
 from meshpilot.xds.protos import TypeUrl
 
 __all__ = ["config_dump", "configz", "registryz", "syncz"]
@@ -112,7 +113,8 @@ def _public(model: Any) -> dict[str, Any]:
 
 
 def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]:
-    """The objects in use (the last good version of invalid ones) and the latest problems."""
+    """The objects in use (the last good version of invalid ones) and the latest problems,
+    EnvoyFilter patches skipped included."""
     objects = [
         {
             "kind": str(key.kind),
@@ -137,6 +139,8 @@ def configz(snapshot: StoreSnapshot, push: PushContext | None) -> dict[str, Any]
             if obj.fail_closed
         ],
         "diagnostics": [_diagnostic(d) for d in snapshot.diagnostics],
+        # EnvoyFilter patches skipped so far in this push (xds/patch/reports.py)
+        "skipped_patches": [str(p) for p in patch_problems(push)] if push else [],
         "mesh": snapshot.mesh.model_dump(mode="json", by_alias=True, exclude_defaults=True),
         "objects": objects,
     }

@@ -1,4 +1,4 @@
-"""EnvoyFilter: patches to the Envoy configuration istiod generates (validated, not applied yet)."""
+"""EnvoyFilter: patches to the Envoy configuration istiod generates (applied by xds/patch/)."""
 
 from __future__ import annotations
 

@@ -42,6 +42,11 @@ _INSERTABLE = ("NETWORK_FILTER", "HTTP_FILTER", "HTTP_ROUTE", "LISTENER_FILTER")
 _INSERTS = ("INSERT_BEFORE", "INSERT_AFTER", "INSERT_FIRST")
 _REPLACEABLE = ("HTTP_FILTER", "NETWORK_FILTER")
 _HCM = ("envoy.filters.network.http_connection_manager", "envoy.http_connection_manager")
+# applyTo values meshpilot validates but does not apply (xds/patch/selection.py reports them too).
+_NOT_APPLIED = {
+    "EXTENSION_CONFIG": "EXTENSION_CONFIG patches are not applied yet: meshpilot serves no ECDS",
+    "BOOTSTRAP": "BOOTSTRAP patches are not applied yet: the agent builds the bootstrap itself",
+}
 
 
 def validate_envoy_filter(envoy_filter: EnvoyFilter, p: Problems) -> None:
@@ -83,6 +88,8 @@ def _check_patch(p: Problems, path: Path, cp: EnvoyConfigObjectPatch) -> None:
     if cp.patch is None:
         p.error((*path, "patch"), "Envoy filter: missing patch")
         return
+    if apply_to in _NOT_APPLIED:
+        p.warning((*path, "applyTo"), _NOT_APPLIED[apply_to])
     patch, where = cp.patch, (*path, "patch")
     operation = patch.operation
     if operation == "INVALID":
@@ -103,6 +110,32 @@ def _check_patch(p: Problems, path: Path, cp: EnvoyConfigObjectPatch) -> None:
             (*where, "operation"),
             "Envoy filter: Replace operation is only valid for HTTP_FILTER and NETWORK_FILTER",
         )
+    elif (
+        apply_to in APPLY_TO
+        and operation in OPERATIONS
+        and operation != "REMOVE"
+        and (operation not in _INSERTS or apply_to in _INSERTABLE)
+    ):
+        _check_value(p, (*where, "value"), apply_to, operation, patch.value)
+
+
+def _check_value(
+    p: Problems, path: Path, apply_to: str, operation: str, value: dict[str, Any] | None
+) -> None:
+    """The value must parse as the message applyTo names (Istio's strict
+    BuildXDSObjectFromStruct); a whole object (not a MERGE) must also keep the rules Envoy
+    checks."""
+    from meshpilot.xds.patch.checks import first_violation
+    from meshpilot.xds.patch.values import PatchValueError, parse_value
+
+    try:
+        parsed = parse_value(apply_to, value)
+    except PatchValueError as exc:
+        p.error(path, f"Envoy filter: {exc}")
+        return
+    problem = first_violation(parsed) if operation != "MERGE" else None
+    if problem is not None:
+        p.error(path, f"Envoy filter: Envoy would reject this {apply_to} value: {problem}")
 
 
 def _check_proxy(p: Problems, path: Path, proxy: ProxyMatch) -> None:

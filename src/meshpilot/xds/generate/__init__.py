@@ -55,9 +55,26 @@ def _table() -> dict[tuple[str, ProxyType], Generator]:
 GENERATORS: dict[tuple[str, ProxyType], Generator] = {}
 
 
+def _patched(type_url: str, build: Generator) -> Generator:
+    """`build` with the proxy's EnvoyFilter patches applied to what it returns."""
+    from meshpilot.xds.patch import apply_patches
+
+    def run(push: PushContext, proxy: Proxy, names: Collection[str] | None) -> list[Any]:
+        return apply_patches(push, proxy, type_url, build(push, proxy, names))
+
+    return run
+
+
 def generator(type_url: str, proxy_type: ProxyType) -> Generator:
     if not GENERATORS:
-        GENERATORS.update(_table())
+        from meshpilot.xds.patch import PATCHED_TYPES
+
+        GENERATORS.update(
+            {
+                key: _patched(key[0], build) if key[0] in PATCHED_TYPES else build
+                for key, build in _table().items()
+            }
+        )
     return GENERATORS[(type_url, proxy_type)]
 
 
