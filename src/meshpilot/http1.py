@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import re
+import ssl
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -161,11 +162,17 @@ def _text_refusal(message: str, status: int) -> Response:
 
 
 async def serve(
-    handler: Handler, host: str, port: int, *, max_body: int = 0, refuse: Refusal | None = None
+    handler: Handler,
+    host: str,
+    port: int,
+    *,
+    max_body: int = 0,
+    refuse: Refusal | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> asyncio.Server:
     """Listen on host:port; every request is answered (see the module docstring).
 
-    `max_body` 0 refuses any request body (read-only services)."""
+    `max_body` 0 refuses any request body (read-only services); `tls` serves HTTPS."""
     refusal: Refusal = refuse or _text_refusal
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -194,7 +201,11 @@ async def serve(
         finally:
             writer.close()
 
-    return await asyncio.start_server(handle, host, port, limit=MAX_HEAD)
+    if tls is None:
+        return await asyncio.start_server(handle, host, port, limit=MAX_HEAD)
+    return await asyncio.start_server(
+        handle, host, port, limit=MAX_HEAD, ssl=tls, ssl_handshake_timeout=_HEAD_TIMEOUT_S
+    )
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -202,7 +213,8 @@ async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     the client still sends, a refused body or bytes past the request, for a bounded amount
     and time before closing. Closing with unread bytes resets the connection, and a reset
     can discard the answer before the client reads it."""
-    writer.write_eof()
+    if writer.can_write_eof():  # (TLS cannot half-close: the linger alone then)
+        writer.write_eof()
     left = _LINGER_BYTES
     try:
         async with asyncio.timeout(_LINGER_S):
