@@ -103,7 +103,10 @@ class InjectionWebhook:
         ips = [host] if host not in ("0.0.0.0", "::") else []
         ips += [ip for ip in ("127.0.0.1",) if ip not in ips]
         context = await asyncio.to_thread(self.tls_context, ips)
-        self._server = await http1.serve(self._handle, host, port, max_body=MAX_BODY, tls=context)
+        # kept alive: kube-apiserver reuses its connection to the webhook for each pod
+        self._server = await http1.serve(
+            self._handle, host, port, max_body=MAX_BODY, tls=context, keep_alive=True
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("injection webhook on https://%s:%d/inject", host, self.port)
         return self.port

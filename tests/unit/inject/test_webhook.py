@@ -17,7 +17,7 @@ from meshpilot.inject.admission import inject_envs
 from meshpilot.inject.config import parse_injector
 from meshpilot.inject.kube_inject import inject_object
 from meshpilot.inject.webhook import InjectionWebhook
-from tests.unit.inject.webhook_client import post, post_head, review, webhook
+from tests.unit.inject.webhook_client import post, post_head, post_many, review, webhook
 
 JSON = dict[str, Any]
 DEPLOYMENT: JSON = {
@@ -215,6 +215,17 @@ def test_bad_requests_get_istios_statuses(tmp_path: Path) -> None:
         )
         # and it still serves after all that
         assert (await call(server, good)).status == 200
+
+    run(tmp_path, scenario)
+
+
+def test_connection_kept_alive_for_the_next_review(tmp_path: Path) -> None:
+    bodies = [json.dumps(review(POD)).encode() for _ in range(3)]
+
+    async def scenario(server: InjectionWebhook) -> None:
+        answers = await asyncio.to_thread(post_many, server.port, server.ca.root_pem, bodies)
+        uids = [json.loads(b)["request"]["uid"] for b in bodies]
+        assert [a.review["response"]["uid"] for a in answers] == uids
 
     run(tmp_path, scenario)
 

@@ -96,6 +96,24 @@ def post_head(port: int, root_pem: bytes, length: int) -> Answer:
     return Answer(int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2])
 
 
+def post_many(port: int, root_pem: bytes, bodies: list[bytes]) -> list[Answer]:
+    """The bodies POSTed one after the other on one kept-alive connection, as kube-apiserver
+    reuses its connection; fails if the server closes it in between."""
+    conn = _Connection(port, ssl.create_default_context(cadata=root_pem.decode()), "localhost")
+    answers = []
+    try:
+        for body in bodies:
+            conn.request("POST", "/inject", body=body, headers={"Content-Type": "application/json"})
+            response = conn.getresponse()
+            answers.append(Answer(response.status, response.read()))
+            assert response.getheader("Connection") == "keep-alive"
+            sock = conn.sock
+            assert sock is not None  # (http.client reconnects silently when it is None)
+    finally:
+        conn.close()
+    return answers
+
+
 def review(pod: JSON, version: str = "v1", namespace: str = "default") -> JSON:
     """An AdmissionReview for a pod CREATE, field for field as kube-apiserver sends it."""
     kind = {"group": "", "version": "v1", "kind": "Pod"}
