@@ -38,6 +38,7 @@ __all__ = ["MAX_BODY", "InjectionWebhook", "handle_inject", "webhook_dns_names"]
 log = logging.getLogger(__name__)
 
 MAX_BODY = 6 * 1024 * 1024  # Istio's kube.MaxRequestBodyBytes
+_IN_THREAD = 256 * 1024  # bodies past this are answered in a worker thread
 InjectorSource = Callable[[], Injector]
 
 
@@ -63,14 +64,22 @@ async def handle_inject(request: http1.Request, injector: Injector) -> http1.Res
     content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type != "application/json":
         return http1.Response.text("invalid Content-Type, want `application/json`\n", 415)
-    data = http1.parse_json(request.body, "AdmissionReview")  # BadRequest → 400
+    if len(request.body) > _IN_THREAD:
+        # a big review takes tens of ms: off the loop that also serves xDS
+        return await asyncio.to_thread(_answer, request.body, injector, request.path)
+    return _answer(request.body, injector, request.path)
+
+
+def _answer(body: bytes, injector: Injector, path: str) -> http1.Response:
+    data = http1.parse_json(body, "AdmissionReview")  # BadRequest → 400
     try:
         review = parse_review(data)
     except AdmissionError as exc:
         return http1.Response.text(f"{exc}\n", 400)
-    answer = review_response(review, injector, request.path)
-    body = json.dumps(answer, separators=(",", ":")).encode()
-    return http1.Response(200, body, "application/json")
+    answer = review_response(review, injector, path)
+    return http1.Response(
+        200, json.dumps(answer, separators=(",", ":")).encode(), "application/json"
+    )
 
 
 class InjectionWebhook:
