@@ -1,4 +1,5 @@
-"""A small HTTP/1.1 server on asyncio streams: one request per connection, then close.
+"""A small HTTP/1.1 server on asyncio streams: one request per connection, then close
+(kept alive on request: the injection webhook, which kube-apiserver calls for every pod).
 
 The monitoring port (debug API, /metrics), the GitOps API (a webhook and a handful of JSON
 calls) and the agent's status port are loopback services with few, small requests, so the
@@ -23,6 +24,7 @@ import asyncio
 import json
 import logging
 import re
+import ssl
 import traceback
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -161,40 +163,63 @@ def _text_refusal(message: str, status: int) -> Response:
 
 
 async def serve(
-    handler: Handler, host: str, port: int, *, max_body: int = 0, refuse: Refusal | None = None
+    handler: Handler,
+    host: str,
+    port: int,
+    *,
+    max_body: int = 0,
+    refuse: Refusal | None = None,
+    tls: ssl.SSLContext | None = None,
+    keep_alive: bool = False,
 ) -> asyncio.Server:
     """Listen on host:port; every request is answered (see the module docstring).
 
-    `max_body` 0 refuses any request body (read-only services)."""
+    `max_body` 0 refuses any request body (read-only services); `tls` serves HTTPS;
+    `keep_alive` keeps an HTTP/1.1 connection open for the next request (a busy caller
+    then pays one TLS handshake per connection, not per request) until the client asks to
+    close, a request is refused, or it stays idle for the head timeout."""
     refusal: Refusal = refuse or _text_refusal
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        method = "GET"
+    async def one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, idle: bool) -> bool:
+        """Answer one request; True when the connection stays open for another."""
+        method, keep = "GET", False
         try:
-            try:
-                head = await _read_head(reader)
-                if head is None:
-                    return  # the client closed without sending anything
-                method = head.method  # (a refused HEAD request gets no body either)
-                request = await _read_body(reader, head, max_body)
-            except HttpError as exc:
-                response = refusal(str(exc), exc.status)
-            except Exception as exc:  # a bug in reading: still an answer, and one log line
-                _log_failure("reading a request", exc)
-                response = refusal("internal error (see the server log)", 500)
-            else:
-                response = await _answer(handler, request, refusal)
-            writer.write(_head(response))
-            if method != "HEAD":
-                writer.write(response.body)
-            await writer.drain()
+            head = await _read_head(reader, idle)
+            if head is None:
+                return False  # the client closed (or stayed idle) without sending anything
+            method = head.method  # (a refused HEAD request gets no body either)
+            keep = keep_alive and head.keep_alive
+            request = await _read_body(reader, head, max_body)
+        except HttpError as exc:
+            response, keep = refusal(str(exc), exc.status), False
+        except Exception as exc:  # a bug in reading: still an answer, and one log line
+            _log_failure("reading a request", exc)
+            response, keep = refusal("internal error (see the server log)", 500), False
+        else:
+            response = await _answer(handler, request, refusal)
+        writer.write(_head(response, close=not keep))
+        if method != "HEAD":
+            writer.write(response.body)
+        await writer.drain()
+        if not keep:
             await _linger(reader, writer)
+        return keep
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            idle = False
+            while await one(reader, writer, idle):
+                idle = True
         except ConnectionError:
             pass  # the client went away: nobody to answer
         finally:
             writer.close()
 
-    return await asyncio.start_server(handle, host, port, limit=MAX_HEAD)
+    if tls is None:
+        return await asyncio.start_server(handle, host, port, limit=MAX_HEAD)
+    return await asyncio.start_server(
+        handle, host, port, limit=MAX_HEAD, ssl=tls, ssl_handshake_timeout=_HEAD_TIMEOUT_S
+    )
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -202,7 +227,8 @@ async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
     the client still sends, a refused body or bytes past the request, for a bounded amount
     and time before closing. Closing with unread bytes resets the connection, and a reset
     can discard the answer before the client reads it."""
-    writer.write_eof()
+    if writer.can_write_eof():  # (TLS cannot half-close: the linger alone then)
+        writer.write_eof()
     left = _LINGER_BYTES
     try:
         async with asyncio.timeout(_LINGER_S):
@@ -217,11 +243,12 @@ class _Head:
     method: str
     target: str
     headers: dict[str, str]
+    keep_alive: bool = False  # HTTP/1.1 without `Connection: close`
 
 
-async def _read_head(reader: asyncio.StreamReader) -> _Head | None:
-    """The request line and headers, None when the client sent nothing at all; HttpError
-    when they cannot be read."""
+async def _read_head(reader: asyncio.StreamReader, idle: bool = False) -> _Head | None:
+    """The request line and headers, None when the client sent nothing at all (or, on a
+    kept-alive connection, nothing in time); HttpError when they cannot be read."""
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=_HEAD_TIMEOUT_S)
     except asyncio.IncompleteReadError as exc:
@@ -231,10 +258,14 @@ async def _read_head(reader: asyncio.StreamReader) -> _Head | None:
     except asyncio.LimitOverrunError:
         raise HttpError("request head too large", 431) from None
     except TimeoutError:
+        if idle:
+            return None
         raise HttpError("request head not received in time", 408) from None
     lines = head[:-4].decode("latin-1").split("\r\n")
-    method, target = _request_line(lines[0])
-    return _Head(method, target, _headers(lines[1:]))
+    method, target, version = _request_line(lines[0])
+    headers = _headers(lines[1:])
+    tokens = {t.strip().lower() for t in headers.get("connection", "").split(",")}
+    return _Head(method, target, headers, version == "HTTP/1.1" and "close" not in tokens)
 
 
 async def _read_body(reader: asyncio.StreamReader, head: _Head, limit: int) -> Request:
@@ -255,14 +286,14 @@ async def _read_body(reader: asyncio.StreamReader, head: _Head, limit: int) -> R
     return Request(head.method, path, head.headers, _query(query), body)
 
 
-def _request_line(line: str) -> tuple[str, str]:
+def _request_line(line: str) -> tuple[str, str, str]:
     parts = line.split(" ")
     if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not _VERSION.fullmatch(parts[2]):
         raise BadRequest("bad request")
     method, target = parts[0].upper(), parts[1]
     if not target.startswith("/"):
         raise BadRequest("bad request: the target must be a path")
-    return method, target
+    return method, target, parts[2]
 
 
 def _headers(lines: list[str]) -> dict[str, str]:
@@ -322,11 +353,11 @@ def _log_failure(what: str, exc: Exception) -> None:
               where.lineno)  # fmt: skip
 
 
-def _head(response: Response) -> bytes:
+def _head(response: Response, close: bool = True) -> bytes:
     reason = HTTPStatus(response.status).phrase
     return (
         f"HTTP/1.1 {response.status} {reason}\r\n"
         f"Content-Type: {response.content_type}\r\n"
         f"Content-Length: {len(response.body)}\r\n"
-        "Connection: close\r\n\r\n"
+        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
     ).encode()

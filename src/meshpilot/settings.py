@@ -35,7 +35,7 @@ class Ports:
     # `--ca-port`, e.g. 15011; it starts an Envoy); None: off
     ca: int | None = None
     monitoring: int = 15014  # control plane: debug HTTP + Prometheus metrics
-    webhook: int = 15017  # control plane: injection webhook
+    webhook: int | None = 15017  # control plane: injection webhook (HTTPS, with the CA); None: off
     envoy_admin: int = 15000  # proxy: Envoy admin, loopback only
     outbound_capture: int = 15001
     inbound_capture: int = 15006
@@ -83,6 +83,12 @@ class Settings:
     # with `vhds` and the virtual hosts as VHDS resources, so a VirtualService change sends
     # only the changed virtual hosts (xds/vhds.py). SotW proxies and gateways: unchanged.
     vhds: bool = False
+    # The control plane's revision (Istio's REVISION): its injector ConfigMap
+    # istio-sidecar-injector-<rev> and the webhook's name istiod-<rev>.istio-system.svc.
+    revision: str = ""
+    # Where discovery writes its MutatingWebhookConfiguration (YAML, caBundle = the CA root,
+    # url = the webhook's address) each time the webhook starts; empty: not written.
+    webhook_config_out: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -98,6 +104,8 @@ class Settings:
             settings = replace(settings, debounce_after_write=after_write)
         if "PILOT_PUSH_THROTTLE" in env:
             settings = replace(settings, push_concurrency=int(env["PILOT_PUSH_THROTTLE"]))
+        if env.get("REVISION"):
+            settings = replace(settings, revision=env["REVISION"])
         if "MESHPILOT_CA_DIR" in env:
             settings = replace(settings, ca_dir=env["MESHPILOT_CA_DIR"])
         return settings

@@ -51,6 +51,24 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
 @click.option("--xds-port", type=int, help="Plaintext gRPC xDS port.  [default: 15010]")
 @click.option("--monitoring-port", type=int, help="HTTP debug and metrics port.  [default: 15014]")
 @click.option(
+    "--webhook-port",
+    type=int,
+    help="HTTPS port of the injection webhook (POST /inject), served with the CA; -1: off.  "
+    "[default: 15017; any free port when --xds-port is given]",
+)
+@click.option(
+    "--revision",
+    metavar="REV",
+    help="This control plane's revision (Istio's REVISION): injector ConfigMap "
+    "istio-sidecar-injector-REV, webhook certificate istiod-REV.istio-system.svc.",
+)
+@click.option(
+    "--webhook-config-out",
+    metavar="PATH",
+    help="Write the MutatingWebhookConfiguration of the webhook (caBundle: the CA root, url: "
+    "the webhook's address) to PATH when it starts.",
+)
+@click.option(
     "--xds-uds",
     metavar="PATH",
     help="Also serve plaintext xDS on this Unix socket (for proxies in other network namespaces).",
@@ -96,6 +114,9 @@ def discovery(
     listen_address: str | None,
     xds_port: int | None,
     monitoring_port: int | None,
+    webhook_port: int | None,
+    revision: str | None,
+    webhook_config_out: str | None,
     xds_uds: str | None,
     secure_uds: str | None,
     debounce: float | None,
@@ -114,9 +135,17 @@ def discovery(
         ports = replace(ports, xds_plaintext=xds_port)
     if monitoring_port is not None:
         ports = replace(ports, monitoring=monitoring_port)
+    if webhook_port is not None:
+        ports = replace(ports, webhook=None if webhook_port < 0 else webhook_port)
+    elif xds_port is not None:  # several control planes side by side (tests, demo)
+        ports = replace(ports, webhook=0)
     settings = replace(settings, ports=ports)
     if listen_address:
         settings = replace(settings, listen_address=listen_address)
+    if revision:
+        settings = replace(settings, revision=revision)
+    if webhook_config_out:
+        settings = replace(settings, webhook_config_out=webhook_config_out)
     if xds_uds:
         settings = replace(settings, xds_uds=xds_uds)
     if secure_uds:

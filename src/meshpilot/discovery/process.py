@@ -3,6 +3,7 @@
     FileStore (polls the -f paths) ──change events──► DiscoveryServer (ADS on xds port)
     HttpServer (monitoring port): /debug/syncz, configz, registryz, config_dump, tasks,
     /ready, /metrics
+    InjectionWebhook (15017, HTTPS, with the CA): POST /inject, the store's injector config
 
 The store's watch and the front Envoy's run under the server's TaskSupervisor
 (meshpilot/supervise.py) with the debouncer and the push dispatcher: if one fails it is
@@ -21,9 +22,14 @@ import signal
 from collections.abc import Sequence
 from pathlib import Path
 
+import yaml
+
 from meshpilot.discovery.debug_api import debug_routes
 from meshpilot.discovery.http import HttpRequest, HttpResponse, HttpServer, Route
 from meshpilot.discovery.unsupported import UnsupportedFieldLog
+from meshpilot.inject.store_injector import StoreInjector
+from meshpilot.inject.webhook import InjectionWebhook
+from meshpilot.inject.webhook_config import mutating_webhook_configuration
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.security.control_plane_record import (
     ControlPlaneRecord,
@@ -32,6 +38,7 @@ from meshpilot.security.control_plane_record import (
     root_cert_path,
     write_record,
 )
+from meshpilot.security.files import write_public
 from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
 from meshpilot.store.base import WatchedStore
@@ -60,6 +67,7 @@ class Discovery:
         routes["/metrics"] = self._with_ca_metrics(routes["/metrics"])
         self.http = HttpServer(routes)
         self.secure: SecureServer | None = None  # 15012: ADS + CA over TLS (with ca_dir)
+        self.webhook: InjectionWebhook | None = None  # 15017: injection (with the CA)
         self._record: Path | None = None  # <CA dir>/<record key> of this process's record
 
     @property
@@ -90,8 +98,11 @@ class Discovery:
         try:
             if self.settings.ca_dir:
                 self.secure = await start_secure_server(self.settings, self.server)
+                await self._start_webhook(self.secure)
             await self.http.start(host, self.settings.ports.monitoring)
         except BaseException:
+            if self.webhook is not None:
+                await self.webhook.stop()
             if self.secure is not None:
                 await self.secure.stop(0)
             await self.server.stop(0)
@@ -106,6 +117,19 @@ class Discovery:
             "discovery: xDS on %s:%d, monitoring on http://%s:%d",
             host, self.xds_port, host, self.monitoring_port,
         )  # fmt: skip
+
+    async def _start_webhook(self, secure: SecureServer) -> None:
+        port, revision = self.settings.ports.webhook, self.settings.revision
+        if port is None:
+            return
+        injector = StoreInjector(self.store, revision)
+        self.webhook = InjectionWebhook(secure.ca, injector, revision)
+        await self.webhook.start(self.settings.listen_address, port)
+        if self.settings.webhook_config_out:
+            url = f"https://{_url_host(self.settings.listen_address)}:{self.webhook.port}/inject"
+            config = mutating_webhook_configuration(secure.ca.root_pem, revision, url=url)
+            out = Path(self.settings.webhook_config_out).expanduser()
+            await asyncio.to_thread(_write_yaml, out, config)
 
     def _write_record(self, secure: SecureServer) -> Path:
         """Where proxy agents on this machine find this control plane, its root and its
@@ -128,6 +152,8 @@ class Discovery:
             remove_record(self._record.parent, self._record.name)
             self._record = None
         await self.server.stop(grace)  # (with its tasks, the store's watch among them)
+        if self.webhook is not None:
+            await self.webhook.stop()
         if self.secure is not None:
             await self.secure.stop(grace)
         await self.http.stop()
@@ -159,6 +185,17 @@ async def run_discovery(
         _remove_handlers(loop)
         log.info("discovery: shutting down")
         await discovery.stop()
+
+
+def _url_host(address: str) -> str:
+    if address in ("0.0.0.0", "::"):
+        return "127.0.0.1"
+    return f"[{address}]" if ":" in address else address
+
+
+def _write_yaml(path: Path, document: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_public(path, yaml.safe_dump(document, sort_keys=False).encode())
 
 
 def _remove_handlers(loop: asyncio.AbstractEventLoop) -> None:

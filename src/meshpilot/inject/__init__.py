@@ -12,6 +12,10 @@ probes.py       app probes rewritten to the agent (ISTIO_KUBE_APP_PROBERS)
 pod.py          `inject_pod`: decide, render, merge, post-process (the entry point)
 patch.py        RFC 6902 patch original → injected
 kube_inject.py  workloads of YAML/JSON documents (istioctl kube-inject)
+admission.py    AdmissionReview in → AdmissionReview out (the webhook without HTTP)
+webhook.py      the HTTPS webhook server (istiod's 15017) and its refusals
+webhook_config.py  MutatingWebhookConfiguration istio-sidecar-injector[-<rev>]
+store_injector.py  the injector of a store's ConfigMap and mesh config
 
 Import from the modules (this package imports nothing, so that `policy` stays cheap for
 the xds and gitops code that reads it).

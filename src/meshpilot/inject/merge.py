@@ -27,28 +27,32 @@ _MERGE_KEYS = {
 }
 
 
-def _merge_list(base: list[Any], overlay: list[Any], key: str) -> list[Any]:
-    out = [copy.deepcopy(item) for item in base]
+def _merge_list(out: list[Any], overlay: list[Any], key: str) -> None:
     index = {item.get(key): i for i, item in enumerate(out) if isinstance(item, dict)}
     for item in overlay:
         at = index.get(item.get(key)) if isinstance(item, dict) else None
         if at is None:
             out.append(copy.deepcopy(item))
         else:
-            out[at] = merge(out[at], item)
-    return out
+            _merge_into(out[at], item)
 
 
-def merge(base: JSON, overlay: JSON) -> JSON:
-    out = copy.deepcopy(base)
+def _merge_into(out: JSON, overlay: JSON) -> None:
+    """`overlay` merged into `out`, a copy of ours (only the overlay's values are copied)."""
     for field, value in overlay.items():
         current = out.get(field)
         if isinstance(value, dict) and isinstance(current, dict):
-            out[field] = merge(current, value)
+            _merge_into(current, value)
         elif field in _MERGE_KEYS and isinstance(value, list) and isinstance(current, list):
-            out[field] = _merge_list(current, value, _MERGE_KEYS[field])
+            _merge_list(current, value, _MERGE_KEYS[field])
         else:
             out[field] = copy.deepcopy(value)
+
+
+def merge(base: JSON, overlay: JSON) -> JSON:
+    """`overlay` strategically merged over `base` (a new document; neither is changed)."""
+    out = copy.deepcopy(base)
+    _merge_into(out, overlay)
     return out
 
 

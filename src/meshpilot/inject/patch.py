@@ -28,6 +28,10 @@ def patch_bytes(original: JSON, injected: JSON) -> bytes:
 
 
 def apply_patch(document: JSON, ops: list[JSON]) -> JSON:
-    """`document` with the patch applied (a new object; the input is left as it is)."""
-    result: JSON = jsonpatch.apply_patch(document, ops, in_place=False)
+    """`document` with the patch applied (a new object; the input is left as it is).
+
+    Copied through JSON, not deepcopy: a document built in Python may share one sub-object
+    at two places (deepcopy keeps that), and a patch to one place must not change both."""
+    copy: JSON = json.loads(json.dumps(document))
+    result: JSON = jsonpatch.apply_patch(copy, ops, in_place=True)
     return result

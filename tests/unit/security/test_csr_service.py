@@ -184,7 +184,7 @@ def test_ads_over_tls_from_the_discovery_process(tmp_path: Path) -> None:
     """`meshpilot discovery` with a CA dir: an ADS client verifying the serving certificate
     against root-cert.pem gets the proxy's clusters on the TLS port."""
     settings = Settings(
-        ports=Ports(xds_plaintext=0, monitoring=0, xds_tls=0, xds_mtls=0),
+        ports=Ports(xds_plaintext=0, monitoring=0, xds_tls=0, xds_mtls=0, webhook=0),
         ca_dir=str(tmp_path / "ca"),
         root_cert_out=str(tmp_path / "public" / "root-cert.pem"),
     )
