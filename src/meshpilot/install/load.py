@@ -25,7 +25,7 @@ from meshpilot.install.spec import (
     parse_operator,
 )
 
-__all__ = ["OperatorFile", "build_operator", "read_operator_files"]
+__all__ = ["OperatorFile", "ResolvedOperator", "build_operator", "read_operator_files", "resolve"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,15 @@ class OperatorFile:
     origin: str
     metadata: dict[str, Any]
     spec: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedOperator:
+    """The typed IstioOperator and the merged tree it came from: the tree is what a user
+    wrote (plus the profile), the text that `profile dump` prints and ConfigMaps carry."""
+
+    operator: IstioOperator
+    spec_tree: dict[str, Any]
 
 
 def _operator_document(doc: Any, origin: str) -> OperatorFile:
@@ -105,6 +114,13 @@ def build_operator(
     files: list[OperatorFile], sets: Sequence[str] = (), revision: str | None = None
 ) -> IstioOperator:
     """The IstioOperator that `istioctl manifest generate -f ... --set ...` would install."""
+    return resolve(files, sets, revision).operator
+
+
+def resolve(
+    files: list[OperatorFile], sets: Sequence[str] = (), revision: str | None = None
+) -> ResolvedOperator:
+    """The IstioOperator of files, profile, --set and --revision, with its merged tree."""
     flags = [parse_set(text) for text in sets]
     tree = profile_spec(_profile_name(files, flags))
     metadata: dict[str, Any] = {}
@@ -124,4 +140,6 @@ def build_operator(
     if revision_value:
         tree["revision"] = revision_value
         tree.setdefault("values", {})["revision"] = revision_value
-    return parse_operator({"metadata": metadata, "spec": tree}, "IstioOperator")
+    return ResolvedOperator(
+        parse_operator({"metadata": metadata, "spec": tree}, "IstioOperator"), tree
+    )
