@@ -125,6 +125,19 @@ class NoAliasDumper(yaml.SafeDumper):
         return True
 
 
+def _text_block(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    # ConfigMap texts (mesh, config, values) read as blocks, as istioctl prints them
+    style = (
+        "|"
+        if "\n" in text and not any(line != line.rstrip() for line in text.splitlines())
+        else None
+    )
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+NoAliasDumper.add_representer(str, _text_block)
+
+
 def manifest_yaml(objects: list[K8sObject]) -> str:
     """The YAML stream istioctl prints: one document per object, keys in a stable order."""
 

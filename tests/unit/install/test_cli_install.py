@@ -87,3 +87,42 @@ def test_manifest_generate_and_diff(tmp_path: Path) -> None:
     assert f"Object Deployment:istio-system:istio-ingressgateway is missing in {a}" in diff.output
     assert "Object Deployment:istio-system:istiod has diffs:" in diff.output
     assert "+  replicas: 2" in diff.output
+
+
+def test_generated_configmaps_drive_kube_inject(tmp_path: Path) -> None:
+    generated = _run(
+        "manifest",
+        "generate",
+        "--revision",
+        "1-15-4",
+        "--component",
+        "pilot",
+        "--set",
+        "values.global.proxy.holdApplicationUntilProxyStarts=true",
+    )
+    assert generated.exit_code == 0, generated.output
+    for doc in yaml.safe_load_all(generated.output):
+        if doc and doc["kind"] == "ConfigMap":
+            (tmp_path / f"{doc['metadata']['name']}.yaml").write_text(yaml.safe_dump(doc))
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: default}\n"
+        "spec:\n  containers: [{name: app, image: nginx}]\n"
+    )
+    injector = str(tmp_path / "istio-sidecar-injector-1-15-4.yaml")
+    injected = _run(
+        "kube-inject",
+        "-f",
+        str(pod),
+        "--meshConfigFile",
+        str(tmp_path / "istio-1-15-4.yaml"),
+        "--injectConfigFile",
+        injector,
+        "--valuesFile",
+        injector,
+    )
+    assert injected.exit_code == 0, injected.output
+    out = yaml.safe_load(injected.output)
+    assert [c["name"] for c in out["spec"]["containers"]] == ["istio-proxy", "app"]  # hold: first
+    assert out["metadata"]["annotations"]["istio.io/rev"] == "1-15-4"
+    assert "istiod-1-15-4.istio-system.svc:15012" in injected.output
