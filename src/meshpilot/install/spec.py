@@ -20,6 +20,7 @@ from meshpilot.install.values import OperatorValues
 
 __all__ = [
     "API_VERSION",
+    "MAX_REVISION_LENGTH",
     "Component",
     "Components",
     "GatewayComponent",
@@ -32,6 +33,10 @@ __all__ = [
 
 API_VERSION = "install.istio.io/v1alpha1"
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# Service names are DNS-1035 labels: a letter first
+_DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+# the Service `istiod-<rev>` must stay a 63-character label
+MAX_REVISION_LENGTH = 63 - len("istiod-")
 
 
 class IstioOperatorError(InputError):
@@ -45,6 +50,11 @@ def check_revision(revision: str) -> str:
         raise ValueError(
             f"revision {revision!r} is not a DNS-1123 label: lower case letters, digits and "
             f"'-', starting and ending with a letter or digit, at most 63 characters{hint}"
+        )
+    if len(revision) > MAX_REVISION_LENGTH:
+        raise ValueError(
+            f"revision {revision!r} is longer than {MAX_REVISION_LENGTH} characters: the "
+            "Service istiod-<revision> would not be a valid name"
         )
     return revision
 
@@ -76,8 +86,11 @@ class GatewayComponent(Component):
     @field_validator("name")
     @classmethod
     def _dns_name(cls, value: str) -> str:
-        if not _DNS1123_LABEL.match(value):
-            raise ValueError(f"gateway name {value!r} is not a DNS-1123 label")
+        if not _DNS1035_LABEL.match(value):
+            raise ValueError(
+                f"gateway name {value!r} is not a valid Service name (a DNS-1035 label: lower "
+                "case letters, digits and '-', starting with a letter, at most 63 characters)"
+            )
         return value
 
 
@@ -145,13 +158,32 @@ def _message(err: Any) -> str:
 def _path(loc: tuple[Any, ...]) -> str:
     text = ""
     for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif isinstance(part, str) and part.startswith("[name:"):
+            text += part
+        else:
+            text += f".{part}" if text else str(part)
     return text
 
 
-def format_errors(exc: ValidationError, origin: str = "") -> str:
+def _named(loc: tuple[Any, ...], tree: dict[str, Any]) -> tuple[Any, ...]:
+    """`components.ingressGateways[0]` → `components.ingressGateways[name:x]` when x is known,
+    the selector a user can also pass to --set."""
+    if len(loc) > 3 and loc[:2] == ("spec", "components") and isinstance(loc[3], int):
+        gateways = ((tree.get("spec") or {}).get("components") or {}).get(loc[2])
+        if isinstance(gateways, list) and loc[3] < len(gateways):
+            name = gateways[loc[3]].get("name") if isinstance(gateways[loc[3]], dict) else None
+            if isinstance(name, str) and name:
+                return (*loc[:3], f"[name:{name}]", *loc[4:])
+    return loc
+
+
+def format_errors(
+    exc: ValidationError, origin: str = "", tree: dict[str, Any] | None = None
+) -> str:
     lines = [
-        f"{_path(tuple(e['loc']))}: {_message(e)}"
+        f"{_path(_named(tuple(e['loc']), tree or {}))}: {_message(e)}"
         for e in exc.errors(include_url=False, include_input=False)
     ]
     prefix = f"{origin}: " if origin else ""
@@ -163,4 +195,4 @@ def parse_operator(tree: dict[str, Any], origin: str = "") -> IstioOperator:
     try:
         return IstioOperator.model_validate(tree)
     except ValidationError as exc:
-        raise IstioOperatorError(format_errors(exc, origin)) from exc
+        raise IstioOperatorError(format_errors(exc, origin, tree)) from exc

@@ -88,7 +88,7 @@ def test_a_full_spec_is_typed() -> None:
                     ]
                 }
             },
-            "spec.components.ingressGateways[0].k8s.resources.limits: cpu: 'lots' is not a "
+            "spec.components.ingressGateways[name:gw].k8s.resources.limits: cpu: 'lots' is not a "
             "Kubernetes quantity",
         ),
         (
@@ -97,6 +97,12 @@ def test_a_full_spec_is_typed() -> None:
         ),
         ({"revision": "1.15.4"}, "spec.revision: revision '1.15.4' is not a DNS-1123 label"),
         ({"revision": "Canary"}, "spec.revision: revision 'Canary' is not a DNS-1123 label"),
+        ({"revision": "r" * 57}, "is longer than 56 characters: the Service istiod-<revision>"),
+        (
+            {"components": {"ingressGateways": [{"name": "1gw"}]}},
+            "spec.components.ingressGateways[name:1gw].name: gateway name '1gw' is not a valid "
+            "Service name",
+        ),
         (
             {"components": {"ingressGateways": [{"name": "a"}, {"name": "a"}]}},
             "gateway names must be unique; repeated: a",
