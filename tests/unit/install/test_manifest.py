@@ -212,3 +212,27 @@ def test_crd_schemas_take_what_meshpilot_takes() -> None:
         "istiooperators.install.istio.io",
         "authorizationpolicies.security.istio.io",
     } <= names
+
+
+def test_component_namespace_and_images() -> None:
+    objects = _objects(
+        {
+            "hub": "registry.local/mesh",
+            "components": {
+                "pilot": {"namespace": "mesh-system", "tag": "1.15.4"},
+                "ingressGateways": [{"name": "istio-ingressgateway", "namespace": "istio-ingress"}],
+            },
+            "values": {"global": {"proxy": {"image": "registry.local/other/proxy:9"}}},
+        }
+    )
+    istiod = _get(objects, "Deployment", "istiod")
+    assert istiod["metadata"]["namespace"] == "mesh-system"
+    assert (
+        istiod["spec"]["template"]["spec"]["containers"][0]["image"]
+        == "registry.local/mesh/pilot:1.15.4"
+    )
+    gateway = _get(objects, "Deployment", "istio-ingressgateway")
+    assert gateway["metadata"]["namespace"] == "istio-ingress"
+    container = gateway["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.local/other/proxy:9"
+    assert "--discovery-address=istiod.mesh-system.svc:15012" in container["args"]

@@ -41,7 +41,9 @@ class Context:
 
     @property
     def namespace(self) -> str:
-        return self.operator.spec.namespace
+        """The control plane's namespace: the pilot component's, else the spec's."""
+        spec = self.operator.spec
+        return spec.components.pilot.namespace or spec.namespace
 
     def suffixed(self, name: str) -> str:
         """`name-<rev>`, or `name` for the default revision (Istio's per-revision names)."""

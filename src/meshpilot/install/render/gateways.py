@@ -45,7 +45,7 @@ def _container(ctx: Context, gateway: GatewayComponent, ports: list[dict[str, An
     )
     return {
         "name": "istio-proxy",
-        "image": ctx.image("proxyv2", gateway.hub, gateway.tag),
+        "image": ctx.image(proxy.image or "proxyv2", gateway.hub, gateway.tag),
         "command": ["meshpilot"],
         "args": [
             "proxy",
