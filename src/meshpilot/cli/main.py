@@ -47,6 +47,13 @@ COMMANDS: dict[str, LazyCommand] = {
         "meshpilot.cli.kube_inject:kube_inject",
         "Add sidecars to the pods of Kubernetes files (istioctl kube-inject).",
     ),
+    "manifest": LazyCommand(
+        "meshpilot.cli.manifest:manifest",
+        "Render an installation's Kubernetes manifests (istioctl manifest generate | diff).",
+    ),
+    "profile": LazyCommand(
+        "meshpilot.cli.profile:profile", "List, dump and compare install profiles (istioctl)."
+    ),
     "proxy": LazyCommand(
         "meshpilot.cli.proxy:proxy", "Run an Envoy proxy with its agent (Istio's pilot-agent)."
     ),
@@ -68,7 +75,17 @@ COMMANDS: dict[str, LazyCommand] = {
 
 # Commands that never read Kubernetes or Istio objects: they skip loading the GitOps kinds.
 _READ_NO_OBJECTS = frozenset(
-    {"iptables", "kube-inject", "proxy", "proxy-config", "proxy-status", "token", "version"}
+    {
+        "iptables",
+        "kube-inject",
+        "manifest",
+        "profile",
+        "proxy",
+        "proxy-config",
+        "proxy-status",
+        "token",
+        "version",
+    }
 )
 
 
