@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from meshpilot.config.diagnostics import Diagnostic
+from meshpilot.config.yaml_resolve import KNOWN_TAGS, Loader, plain_value
 
 __all__ = [
     "MAX_DEPTH",
@@ -170,6 +171,8 @@ class NodeBuilder:
         if node.tag in _AS_TEXT:
             return node.value
         try:
+            if node.tag in KNOWN_TAGS:
+                return plain_value(node.tag, node.value)
             value = self._scalars.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, LookupError, AttributeError, TypeError) as exc:
             raise BuildError(_line(node), f"invalid YAML: {_scalar_problem(node, exc)}") from None
@@ -218,7 +221,7 @@ def build_stream(text: str, file: str) -> BuiltStream:
     built (see the module docstring) is left out; each is a diagnostic `invalid YAML: ...`."""
     out = BuiltStream()
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
+        nodes = list(yaml.compose_all(text, Loader=Loader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
