@@ -209,8 +209,15 @@ def _check_lb(
     check_locality_lb(p, (*path, "localityLbSetting"), lb.locality_lb_setting)
     check_outlier_for_failover(p, (*path, "localityLbSetting"), lb.locality_lb_setting, outlier)
     check_duration(p, (*path, "warmupDurationSecs"), lb.warmup_duration_secs)
-    if lb.warmup is not None:
-        check_duration(p, (*path, "warmup", "duration"), lb.warmup.duration)
+    if (warmup := lb.warmup) is not None:
+        where = (*path, "warmup")
+        check_duration(p, (*where, "duration"), warmup.duration)
+        # Envoy's SlowStartConfig: min_weight_percent is a percentage, aggression at least 1
+        percent = warmup.minimum_percent
+        if percent is not None and not 0 <= percent <= 100:
+            p.error((*where, "minimumPercent"), f"minimumPercent {percent:g} must be in 0..100")
+        if warmup.aggression is not None and not warmup.aggression >= 1:
+            p.error((*where, "aggression"), f"aggression {warmup.aggression:g} must be at least 1")
 
 
 def _check_hash_algorithm(p: Problems, path: Path, lb: LoadBalancerSettings) -> None:

@@ -15,6 +15,7 @@ from meshpilot.config.validation.common import (
     check_selector_or_targets,
     quoted,
 )
+from meshpilot.config.validation.target_refs import GATEWAY_OR_SERVICE, check_target_refs
 
 __all__ = ["validate_wasm_plugin"]
 
@@ -35,6 +36,7 @@ def validate_wasm_plugin(plugin: WasmPlugin, p: Problems) -> None:
     check_selector_or_targets(
         p, labels, spec.target_ref is not None, bool(spec.target_refs), "WasmPlugin"
     )
+    check_target_refs(p, spec.target_ref, spec.target_refs, GATEWAY_OR_SERVICE)
     _check_url(p, spec.url)
     if spec.sha256:
         _check_sha256(p, spec.sha256)
