@@ -83,13 +83,6 @@ def _check_action(policy: AuthorizationPolicy, p: Problems) -> None:
             )
         elif spec.provider is None or not spec.provider.name:
             p.error((*SPEC, "provider", "name"), "`provider.name` must not be empty")
-        else:
-            p.warning(
-                (*SPEC, "provider", "name"),
-                f"extension provider {quoted(spec.provider.name)} is not available: meshpilot "
-                "has no external authorization providers, so requests matching this CUSTOM "
-                "policy are denied (as Istio does for an unknown provider)",
-            )
         _check_custom_rules(p, spec.rules)
     elif spec.provider is not None:
         p.error(
