@@ -19,6 +19,7 @@ import yaml
 
 from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.yaml_resolve import KNOWN_TAGS, Loader, plain_value
+from meshpilot.config.yaml_scan import FlowLoader, needs_flow_loader
 
 __all__ = [
     "MAX_DEPTH",
@@ -221,7 +222,7 @@ def build_stream(text: str, file: str) -> BuiltStream:
     built (see the module docstring) is left out; each is a diagnostic `invalid YAML: ...`."""
     out = BuiltStream()
     try:
-        nodes = list(yaml.compose_all(text, Loader=Loader))
+        nodes = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -247,6 +248,20 @@ def build_stream(text: str, file: str) -> BuiltStream:
         out.diagnostics.extend(builder.diagnostics)
         out.documents.append(BuiltDocument(_line(node), data, builder.positions))
     return out
+
+
+def _compose(text: str) -> list[yaml.Node]:
+    """libyaml's nodes; the slower go-yaml-like reader only for what libyaml alone refuses
+    (yaml_scan.py), so that kubectl's reading of a flow list of IPv6 addresses is ours."""
+    try:
+        return list(yaml.compose_all(text, Loader=Loader))
+    except yaml.MarkedYAMLError as exc:
+        if not needs_flow_loader(exc):
+            raise
+    try:
+        return list(yaml.compose_all(text, Loader=FlowLoader))  # type: ignore[arg-type]
+    except RecursionError:  # the pure-Python composer recurses per level
+        raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _fail(out: BuiltStream, diagnostic: Diagnostic) -> None:

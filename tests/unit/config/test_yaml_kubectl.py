@@ -72,3 +72,30 @@ def test_plain_scalars_match_kubectl(text: str) -> None:
     value = load_yaml(f"v: {text}\n", "v.yaml")["v"]
     expected = KUBECTL[text]
     assert value == expected and type(value) in (type(expected), float)
+
+
+FLOW = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: flow, namespace: shop}
+spec:
+  hosts: [example.com]
+  addresses: [1.2.3.4, 001:db8::]
+  ports: [{number: 1234, name: http, protocol: HTTP}]
+  resolution: DNS
+  endpoints: [{address: 2001:db8::7}, {address: 2001:db8::8, ports: {http: 8080}}]
+"""
+
+
+def test_flow_list_of_ipv6_addresses_is_read_as_kubectl_reads_it() -> None:
+    """libyaml refuses `001:db8::]` ("found unexpected ':'"); kubectl reads `001:db8::`."""
+    loaded, push = push_from_text(FLOW)
+    assert loaded.diagnostics == []
+    [svc] = push.registry.services_for_host("example.com")
+    assert svc.addresses == ("1.2.3.4", "001:db8::")
+
+
+def test_flow_reader_keeps_lines() -> None:
+    text = FLOW.replace("  resolution: DNS\n", "  resolution: DNS\n  location: NOWHERE\n")
+    [diag] = load_text(text, "flow.yaml").diagnostics
+    assert (diag.line, diag.field) == (9, "spec.location")
