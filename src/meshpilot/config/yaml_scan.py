@@ -41,10 +41,10 @@ class _GoScanner(yaml.scanner.Scanner):
             if sc.peek() == "#":
                 break
             while True:
-                ch, after = sc.peek(length), sc.peek(length + 1)
+                ch = sc.peek(length)
                 if (
                     ch in _BREAKS
-                    or (ch == ":" and after in _BREAKS)
+                    or (ch == ":" and sc.peek(length + 1) in _BREAKS)
                     or (sc.flow_level and ch in _FLOW_ENDS)
                 ):
                     break

@@ -149,6 +149,11 @@ def check_connection_pool(p: Problems, path: Path, pool: ConnectionPoolSettings 
         ):
             check_non_negative(p, (*where, field), value, field)
         check_duration(p, (*where, "idleTimeout"), http.idle_timeout)
+        if (ping := http.http2_keep_alive) is not None:
+            for field, nanos in (("interval", ping.interval), ("timeout", ping.timeout)):
+                check_duration(p, (*where, "http2KeepAlive", field), nanos)
+            if ping.timeout is None:  # Envoy's KeepaliveSettings requires it
+                p.error((*where, "http2KeepAlive", "timeout"), "http2KeepAlive timeout is required")
         if http.h2_upgrade_policy:
             check_enum(p, (*where, "h2UpgradePolicy"), http.h2_upgrade_policy, H2_UPGRADE)
         if http.h2_upgrade_policy == "UPGRADE" and http.use_client_protocol:
