@@ -99,3 +99,12 @@ def test_flow_reader_keeps_lines() -> None:
     text = FLOW.replace("  resolution: DNS\n", "  resolution: DNS\n  location: NOWHERE\n")
     [diag] = load_text(text, "flow.yaml").diagnostics
     assert (diag.line, diag.field) == (9, "spec.location")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a: [001:db8::]\nb: c", "a: [x:]\nb: {k: v}\nc: last", "a: [1:2:]\n# end", "[a:, b::]"],
+)
+def test_flow_reader_reads_to_the_end_of_the_text(text: str) -> None:
+    """The go-yaml-like reader peeks past a colon only while there is text."""
+    assert load_yaml(text, "end.yaml") is not None
