@@ -3,7 +3,8 @@
 kubectl, Helm and the API server read YAML with sigs.k8s.io/yaml (go-yaml v2), whose resolver
 knows no sexagesimal numbers: `10:20` or an all-digit IPv6 address such as `1:2:3:4:5:6:7:8`
 stays a string, where PyYAML's resolver makes it the integer 620 or 2895057742028. It also reads
-`1e3`, `+.5`, `0o17` and `08` as numbers and `y`/`n` as booleans, as Go's strconv does.
+`1e3`, `+.5`, `0o17` and `08` as numbers, as Go's strconv does. kubectl's `y`/`n` booleans
+are kept as strings when read (see read_tag) and quoted when written.
 `Loader` resolves tags that way and `plain_value` builds the values of those tags.
 """
 
@@ -14,12 +15,13 @@ import re
 
 import yaml
 
-__all__ = ["KNOWN_TAGS", "Dumper", "Loader", "plain_tag", "plain_value"]
+__all__ = ["KNOWN_TAGS", "Dumper", "Loader", "plain_tag", "plain_value", "read_tag"]
 
 _TAG = "tag:yaml.org,2002:"
 _TRUE = ("y", "Y", "yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON")
 _FALSE = ("n", "N", "no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF")
 _NULL = ("", "~", "null", "Null", "NULL")
+_SINGLE_LETTERS = ("y", "Y", "n", "N")
 _SPECIAL_FLOATS = {
     ".inf": math.inf,
     ".Inf": math.inf,
@@ -46,8 +48,14 @@ _INT64 = 2**63
 
 
 def plain_tag(value: str) -> str:
-    """The tag go-yaml v2 gives `value` written as a plain scalar."""
+    """The tag go-yaml v2 gives `value` written as a plain scalar (writers quote by it)."""
     return _resolve_plain(value) or f"{_TAG}str"
+
+
+def read_tag(value: str) -> str:
+    """The tag our readers give a plain scalar: go-yaml's, except that `y`/`n` stay strings
+    (a label value `y` is kept; a boolean field still reads "y" as true, as kubectl does)."""
+    return f"{_TAG}str" if value in _SINGLE_LETTERS else plain_tag(value)
 
 
 def _resolve_plain(value: str) -> str | None:
@@ -105,7 +113,7 @@ class Loader(yaml.CSafeLoader):
 
     def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
         if kind is yaml.ScalarNode and implicit[0]:
-            return plain_tag(value)
+            return read_tag(value)
         return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
 
 

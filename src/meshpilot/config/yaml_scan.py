@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from yaml.tokens import ScalarToken
 
-from meshpilot.config.yaml_resolve import plain_tag
+from meshpilot.config.yaml_resolve import read_tag
 
 __all__ = ["FlowLoader", "needs_flow_loader"]
 
@@ -83,5 +83,5 @@ class FlowLoader(
 
     def resolve(self, kind: type[yaml.Node], value: str, implicit: tuple[bool, bool]) -> str:
         if kind is yaml.ScalarNode and implicit[0]:
-            return plain_tag(value)
+            return read_tag(value)
         return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]

@@ -56,8 +56,6 @@ KUBECTL = {
     "08": 8,
     "1e3": 1000,
     "+.5": 0.5,
-    "y": True,
-    "n": False,
     "On": True,
     "OFF": False,
     "~": None,
@@ -65,6 +63,12 @@ KUBECTL = {
     "2001-12-14": "2001-12-14",
     "9" * 400: "9" * 400,
 }
+
+
+def test_y_and_n_stay_strings_where_kubectl_makes_booleans() -> None:
+    """kubectl sends `y` as true, which a string field (a label value) refuses; reading it as
+    "y" keeps such objects loading, and boolean fields still take "y" as true."""
+    assert load_yaml("v: [y, n, Y, N]\n", "v.yaml") == {"v": ["y", "n", "Y", "N"]}
 
 
 @pytest.mark.parametrize("text", list(KUBECTL))
