@@ -78,6 +78,7 @@ MESSAGES: dict[str, MessageType] = {
         MessageType("MP0009", "SidecarEgressHostNotFound", W),
         MessageType("MP0010", "KindNotAppliedYet", W),
         MessageType("MP0011", "EnvoyFilterPatchSkipped", W),
+        MessageType("MP0012", "ExtAuthzProviderUnusable", E),
     )
 }
 

@@ -2,6 +2,9 @@
 
 - A selector that matches no workload (Istio's IST0127, NoMatchingWorkloadsFound); in the
   root namespace the selector is matched against workloads of every namespace.
+- A CUSTOM AuthorizationPolicy whose provider meshConfig.extensionProviders does not define
+  as envoyExtAuthzHttp/envoyExtAuthzGrpc, or whose authorizer service no registry knows:
+  requests its rules match are denied.
 - A `jwksUri` whose host and port no Service or ServiceEntry defines: Envoy fetches the
   keys through `outbound|<port>||<host>`, so without that cluster every token of the issuer
   is rejected (401).
@@ -16,6 +19,7 @@ from urllib.parse import urlsplit
 from meshpilot.analysis.findings import finding, quoted
 from meshpilot.analysis.lookup import selector_matches, selector_text, workloads
 from meshpilot.config.diagnostics import Diagnostic
+from meshpilot.config.istio.authorization_policy import AuthorizationPolicy
 from meshpilot.config.istio.request_authentication import RequestAuthentication
 from meshpilot.config.kinds import Kind
 from meshpilot.config.objects import ConfigObject
@@ -26,6 +30,10 @@ __all__ = ["check_security_policies"]
 
 def check_security_policies(push: PushContext) -> Iterator[Diagnostic]:
     yield from _unmatched_selectors(push)
+    for policy in cast(
+        Sequence[ConfigObject[AuthorizationPolicy]], push.of_kind(Kind.AUTHORIZATION_POLICY)
+    ):
+        yield from _unusable_provider(push, policy)
     for obj in cast(
         Sequence[ConfigObject[RequestAuthentication]], push.of_kind(Kind.REQUEST_AUTHENTICATION)
     ):
@@ -75,3 +83,38 @@ def _unknown_jwks_hosts(
             "add a ServiceEntry for the JWKS server or use inline jwks",
             code="MP0008",
         )
+
+
+def _unusable_provider(
+    push: PushContext, obj: ConfigObject[AuthorizationPolicy]
+) -> Iterator[Diagnostic]:
+    spec = obj.model.spec
+    if spec.action != "CUSTOM" or spec.provider is None or not spec.provider.name:
+        return
+    name = spec.provider.name
+    found = [p for p in push.mesh.extension_providers if p.name == name]
+    config = found[0].envoy_ext_authz_http or found[0].envoy_ext_authz_grpc if found else None
+    if config is None:
+        known = sorted(
+            p.name
+            for p in push.mesh.extension_providers
+            if p.envoy_ext_authz_http or p.envoy_ext_authz_grpc
+        )
+        problem = (
+            f"extension provider {quoted(name)} is not an envoyExtAuthzHttp or "
+            f"envoyExtAuthzGrpc provider of meshConfig.extensionProviders "
+            f"(available: {', '.join(known) or 'none'})"
+        )
+    else:
+        host = config.service.rpartition("/")[2]
+        if push.registry.services_for_host(host):
+            return
+        problem = (
+            f"no Service or ServiceEntry defines {quoted(host)}, the authorizer of {quoted(name)}"
+        )
+    yield finding(
+        obj,
+        ("spec", "provider", "name"),
+        f"{problem}: requests matching this CUSTOM policy are denied",
+        code="MP0012",
+    )

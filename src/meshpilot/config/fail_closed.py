@@ -203,9 +203,9 @@ def _target_refs(
     if selector is not None:
         return None
     many = spec.get("targetRefs")
-    raw = [*([spec["targetRef"]] if "targetRef" in spec else []), *(many or [])]
     if many is not None and not isinstance(many, list):
         return None
+    raw = [*([spec["targetRef"]] if "targetRef" in spec else []), *(many or [])]
     refs = [_read(PolicyTargetReference, r) for r in raw]
     return refs if refs and all(r is not None for r in refs) else None
 

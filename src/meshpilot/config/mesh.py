@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 from meshpilot.config.base import ApiModel
 from meshpilot.config.duration import Duration
 from meshpilot.config.istio.virtual_service import HTTPRetry
+from meshpilot.config.mesh_providers import ExtensionProvider
 
 __all__ = ["MeshConfig", "ProxyConfig"]
 
@@ -68,3 +69,5 @@ class MeshConfig(ApiModel):
     service_settings: list[dict[str, Any]] = Field(default_factory=list)
     # Replaces Istio's built-in retry policy for routes whose VirtualService sets none.
     default_http_retry_policy: HTTPRetry | None = None
+    # CUSTOM AuthorizationPolicies name one of these in `provider.name`.
+    extension_providers: list[ExtensionProvider] = Field(default_factory=list)

@@ -18,6 +18,8 @@ from typing import Any
 import yaml
 
 from meshpilot.config.diagnostics import Diagnostic
+from meshpilot.config.yaml_resolve import KNOWN_TAGS, Loader, plain_value
+from meshpilot.config.yaml_scan import FlowLoader, needs_flow_loader
 
 __all__ = [
     "MAX_DEPTH",
@@ -170,6 +172,8 @@ class NodeBuilder:
         if node.tag in _AS_TEXT:
             return node.value
         try:
+            if node.tag in KNOWN_TAGS:
+                return plain_value(node.tag, node.value)
             value = self._scalars.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, LookupError, AttributeError, TypeError) as exc:
             raise BuildError(_line(node), f"invalid YAML: {_scalar_problem(node, exc)}") from None
@@ -218,7 +222,7 @@ def build_stream(text: str, file: str) -> BuiltStream:
     built (see the module docstring) is left out; each is a diagnostic `invalid YAML: ...`."""
     out = BuiltStream()
     try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.CSafeLoader))
+        nodes = _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -244,6 +248,20 @@ def build_stream(text: str, file: str) -> BuiltStream:
         out.diagnostics.extend(builder.diagnostics)
         out.documents.append(BuiltDocument(_line(node), data, builder.positions))
     return out
+
+
+def _compose(text: str) -> list[yaml.Node]:
+    """libyaml's nodes; the slower go-yaml-like reader only for what libyaml alone refuses
+    (yaml_scan.py), so that kubectl's reading of a flow list of IPv6 addresses is ours."""
+    try:
+        return list(yaml.compose_all(text, Loader=Loader))
+    except yaml.MarkedYAMLError as exc:
+        if not needs_flow_loader(exc):
+            raise
+    try:
+        return list(yaml.compose_all(text, Loader=FlowLoader))  # type: ignore[arg-type]
+    except RecursionError:  # the pure-Python composer recurses per level
+        raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _fail(out: BuiltStream, diagnostic: Diagnostic) -> None:

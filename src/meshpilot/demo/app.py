@@ -12,6 +12,7 @@ X-Forwarded-Client-Cert names the client's certificate), except:
     /slow?ms=N        answer after N milliseconds (timeouts)
     /status/N         answer with status N
     /header?name=H    the line plus ` H=<value of request header H>` (what filters added)
+    /headers          the line and ` headers=name=value ...` of the request as it arrived
     /productpage      with --call URL: call URL (propagating end-user and x-request-id;
                       Host from --call-host if given) and answer `<own line> -> <upstream>`
 
@@ -92,6 +93,10 @@ class Handler(BaseHTTPRequestHandler):
             line += f" {name}={self.headers.get(name, '')}"
         elif url.path.startswith("/status/"):
             self._answer(int(url.path.rsplit("/", 1)[1]), line)
+            return
+        elif url.path == "/headers":  # what reached the app: headers a proxy added show here
+            names = sorted(f"{k.lower()}={v}" for k, v in self.headers.items())
+            self._answer(200, f"{line} headers={' '.join(names)}")
             return
         elif url.path == "/productpage" and me.call:
             status, upstream = self._call(me.call)

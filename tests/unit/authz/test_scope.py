@@ -23,7 +23,11 @@ MESH = (
         "for-a", "foo", "{selector: {matchLabels: {app: a, v: '1'}}, action: DENY, rules: [{}]}"
     )
     + _policy("for-b", "foo", "{selector: {matchLabels: {app: b}}, rules: [{}]}")
-    + _policy("waypoint", "foo", "{targetRefs: [{kind: Gateway, name: w}], rules: [{}]}")
+    + _policy(
+        "waypoint",
+        "foo",
+        "{targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: w}], rules: [{}]}",
+    )
     + _policy("other-ns", "bar", "{rules: [{}]}")
     + "apiVersion: security.istio.io/v1\nkind: RequestAuthentication\n"
     "metadata: {name: jwt, namespace: foo}\nspec: {selector: {matchLabels: {app: a}}}\n"

@@ -22,7 +22,7 @@ KEY = ConfigKey(Kind.CONFIG_MAP, "default", "app")
 CASES = {
     "int": (CM + "  n: !!int abc\n", "5: invalid YAML: !!int 'abc' is not an integer"),
     "recursive": (CM + "  a: &a [*a]\n", "5: invalid YAML: an anchor's value contains its alias"),
-    "big-int": (CM + "  n: " + "7" * 5000 + "\n", "5: invalid YAML: integer of 5000 digits"),
+    "big-int": (CM + "  n: !!int " + "7" * 5000 + "\n", "5: invalid YAML: integer of 5000 digits"),
     "laughs": (LAUGHS, "4: invalid YAML: too many aliases (alias expansion bounded"),
 }
 

@@ -71,6 +71,13 @@ class TCPSettings(ApiModel):
     idle_timeout: Duration | None = None
 
 
+class Http2KeepAlive(ApiModel):
+    """HTTP/2 PING keepalive on upstream connections (Envoy's connection_keepalive)."""
+
+    interval: Duration | None = None
+    timeout: Duration | None = None
+
+
 class HTTPSettings(ApiModel):
     http1_max_pending_requests: Count32 = 0
     http2_max_requests: Count32 = 0
@@ -80,6 +87,7 @@ class HTTPSettings(ApiModel):
     h2_upgrade_policy: str = ""
     use_client_protocol: bool = False
     max_concurrent_streams: Count32 = 0
+    http2_keep_alive: Http2KeepAlive | None = Field(default=None, alias="http2KeepAlive")
 
 
 class ConnectionPoolSettings(ApiModel):

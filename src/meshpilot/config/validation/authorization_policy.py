@@ -23,6 +23,7 @@ from meshpilot.config.validation.common import (
     ip_or_cidr_error,
     quoted,
 )
+from meshpilot.config.validation.target_refs import SERVICE_ENTRY_TOO, check_target_refs
 
 __all__ = ["CLAIMS_KEY", "ENVOY_FILTER_KEY", "HEADER_KEY", "validate_authorization_policy"]
 
@@ -54,6 +55,7 @@ def validate_authorization_policy(policy: AuthorizationPolicy, p: Problems) -> N
         if spec.has_target_refs:
             p.error((*SPEC, "selector"), "only one of targetRefs or selector can be set")
         check_selector(p, (*SPEC, "selector", "matchLabels"), spec.selector.match_labels, "policy")
+    check_target_refs(p, spec.target_ref, spec.target_refs, SERVICE_ENTRY_TOO)
     check_enum(p, (*SPEC, "action"), spec.action, _ACTIONS)
     dry_run = policy.metadata.annotations.get(DRY_RUN_ANNOTATION)
     if dry_run is not None and dry_run not in DRY_RUN_VALUES:
@@ -81,13 +83,6 @@ def _check_action(policy: AuthorizationPolicy, p: Problems) -> None:
             )
         elif spec.provider is None or not spec.provider.name:
             p.error((*SPEC, "provider", "name"), "`provider.name` must not be empty")
-        else:
-            p.warning(
-                (*SPEC, "provider", "name"),
-                f"extension provider {quoted(spec.provider.name)} is not available: meshpilot "
-                "has no external authorization providers, so requests matching this CUSTOM "
-                "policy are denied (as Istio does for an unknown provider)",
-            )
         _check_custom_rules(p, spec.rules)
     elif spec.provider is not None:
         p.error(

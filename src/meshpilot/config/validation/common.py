@@ -251,8 +251,6 @@ def check_selector_or_targets(
         if target_ref or target_refs:
             p.error((*spec, "selector"), "only one of targetRefs or selector can be set")
         check_selector(p, (*spec, "selector", "matchLabels"), selector, what)
-    if target_ref and target_refs:
-        p.error((*spec, "targetRef"), "only one of targetRef or targetRefs can be set")
 
 
 # --- exportTo --------------------------------------------------------------------------------

@@ -3,15 +3,19 @@ ValidateJwksURI), plus a parse check of inline JWKS, which Envoy would otherwise
 
 from __future__ import annotations
 
+import re
 from urllib.parse import urlsplit
 
 from meshpilot import bounded_json
 from meshpilot.config.istio.request_authentication import JWTRule, RequestAuthentication
 from meshpilot.config.validation.common import Path, Problems, check_selector, quoted
+from meshpilot.config.validation.target_refs import GATEWAY_OR_SERVICE, check_target_refs
 
 __all__ = ["jwks_uri_error", "validate_request_authentication"]
 
 SPEC: Path = ("spec",)
+# ClaimToHeader.header in Istio's CRD schema
+_HEADER_NAME = re.compile(r"[-_A-Za-z0-9]+")
 
 
 def validate_request_authentication(ra: RequestAuthentication, p: Problems) -> None:
@@ -20,6 +24,7 @@ def validate_request_authentication(ra: RequestAuthentication, p: Problems) -> N
         if spec.has_target_refs:
             p.error((*SPEC, "selector"), "only one of targetRefs or selector can be set")
         check_selector(p, (*SPEC, "selector", "matchLabels"), spec.selector.match_labels, "policy")
+    check_target_refs(p, spec.target_ref, spec.target_refs, GATEWAY_OR_SERVICE)
     issuers: dict[str, int] = {}
     for index, rule in enumerate(spec.jwt_rules):
         path = (*SPEC, "jwtRules", index)
@@ -57,10 +62,19 @@ def _check_rule(p: Problems, path: Path, rule: JWTRule) -> None:
     for i, cookie in enumerate(rule.from_cookies):
         if not cookie:
             p.error((*path, "fromCookies", i), "cookie name must be non-empty")
+    for i, claim_name in enumerate(rule.space_delimited_claims or ()):
+        if not claim_name:
+            p.error((*path, "spaceDelimitedClaims", i), "claim name must be non-empty")
     for i, claim in enumerate(rule.output_claim_to_headers):
         where = (*path, "outputClaimToHeaders", i)
         if not claim.header:
             p.error((*where, "header"), "header name must be non-empty")
+        elif not _HEADER_NAME.fullmatch(claim.header):
+            p.error(
+                (*where, "header"),
+                f"invalid header name {quoted(claim.header)}: use letters, digits, '-' and '_' "
+                "(no pseudo headers)",
+            )
         if not claim.claim:
             p.error((*where, "claim"), "claim name must be non-empty")
 

@@ -19,6 +19,7 @@ from meshpilot.config.validation.common import (
     check_selector_or_targets,
     quoted,
 )
+from meshpilot.config.validation.target_refs import GATEWAY_OR_SERVICE, check_target_refs
 
 __all__ = ["validate_telemetry"]
 
@@ -46,6 +47,7 @@ def validate_telemetry(telemetry: Telemetry, p: Problems) -> None:
     check_selector_or_targets(
         p, labels, spec.target_ref is not None, bool(spec.target_refs), "Telemetry"
     )
+    check_target_refs(p, spec.target_ref, spec.target_refs, GATEWAY_OR_SERVICE)
     for index, tracing in enumerate(spec.tracing):
         _check_tracing(p, (*SPEC, "tracing", index), tracing)
     if len(spec.tracing) > 1:

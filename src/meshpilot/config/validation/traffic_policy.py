@@ -149,6 +149,11 @@ def check_connection_pool(p: Problems, path: Path, pool: ConnectionPoolSettings 
         ):
             check_non_negative(p, (*where, field), value, field)
         check_duration(p, (*where, "idleTimeout"), http.idle_timeout)
+        if (ping := http.http2_keep_alive) is not None:
+            for field, nanos in (("interval", ping.interval), ("timeout", ping.timeout)):
+                check_duration(p, (*where, "http2KeepAlive", field), nanos)
+            if ping.timeout is None:  # Envoy's KeepaliveSettings requires it
+                p.error((*where, "http2KeepAlive", "timeout"), "http2KeepAlive timeout is required")
         if http.h2_upgrade_policy:
             check_enum(p, (*where, "h2UpgradePolicy"), http.h2_upgrade_policy, H2_UPGRADE)
         if http.h2_upgrade_policy == "UPGRADE" and http.use_client_protocol:
@@ -209,8 +214,15 @@ def _check_lb(
     check_locality_lb(p, (*path, "localityLbSetting"), lb.locality_lb_setting)
     check_outlier_for_failover(p, (*path, "localityLbSetting"), lb.locality_lb_setting, outlier)
     check_duration(p, (*path, "warmupDurationSecs"), lb.warmup_duration_secs)
-    if lb.warmup is not None:
-        check_duration(p, (*path, "warmup", "duration"), lb.warmup.duration)
+    if (warmup := lb.warmup) is not None:
+        where = (*path, "warmup")
+        check_duration(p, (*where, "duration"), warmup.duration)
+        # Envoy's SlowStartConfig: min_weight_percent is a percentage, aggression at least 1
+        percent = warmup.minimum_percent
+        if percent is not None and not 0 <= percent <= 100:
+            p.error((*where, "minimumPercent"), f"minimumPercent {percent:g} must be in 0..100")
+        if warmup.aggression is not None and not warmup.aggression >= 1:
+            p.error((*where, "aggression"), f"aggression {warmup.aggression:g} must be at least 1")
 
 
 def _check_hash_algorithm(p: Problems, path: Path, lb: LoadBalancerSettings) -> None:

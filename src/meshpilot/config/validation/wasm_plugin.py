@@ -15,6 +15,7 @@ from meshpilot.config.validation.common import (
     check_selector_or_targets,
     quoted,
 )
+from meshpilot.config.validation.target_refs import GATEWAY_OR_SERVICE, check_target_refs
 
 __all__ = ["validate_wasm_plugin"]
 
@@ -27,6 +28,7 @@ PLUGIN_TYPES = ("UNSPECIFIED_PLUGIN_TYPE", "HTTP", "NETWORK")
 VALUE_FROM = ("INLINE", "HOST")
 MODES = ("CLIENT_AND_SERVER", "CLIENT", "SERVER")
 _HEX = re.compile(r"^[0-9a-fA-F]*$")
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 def validate_wasm_plugin(plugin: WasmPlugin, p: Problems) -> None:
@@ -35,6 +37,7 @@ def validate_wasm_plugin(plugin: WasmPlugin, p: Problems) -> None:
     check_selector_or_targets(
         p, labels, spec.target_ref is not None, bool(spec.target_refs), "WasmPlugin"
     )
+    check_target_refs(p, spec.target_ref, spec.target_refs, GATEWAY_OR_SERVICE)
     _check_url(p, spec.url)
     if spec.sha256:
         _check_sha256(p, spec.sha256)
@@ -61,6 +64,9 @@ def _check_url(p: Problems, url: str) -> None:
         parts.port  # noqa: B018 - a bad port raises here
     except ValueError as exc:
         p.error(path, f"failed to parse url {quoted(url)}: {exc}")
+        return
+    if _BAD_ESCAPE.search(url):  # Go's url.Parse refuses these; Python's does not look
+        p.error(path, f"failed to parse url {quoted(url)}: invalid URL escape")
         return
     # A URL without a scheme is an OCI image reference, as Istio reads it.
     scheme = parts.scheme.lower() if "://" in url else ""

@@ -3,6 +3,8 @@ probe (Istio's ValidateWorkloadGroup and validateReadinessProbe)."""
 
 from __future__ import annotations
 
+import re
+
 from meshpilot.config.istio.service_entry import WorkloadEntrySpec
 from meshpilot.config.istio.workload_group import ReadinessProbe, WorkloadGroup
 from meshpilot.config.validation.common import (
@@ -18,6 +20,7 @@ __all__ = ["validate_workload_group"]
 
 SPEC: Path = ("spec",)
 _SCHEMES = ("", "HTTP", "HTTPS")
+_HEADER_NAME = re.compile(r"[-_A-Za-z0-9]+")  # HTTPHeader.name in Istio's CRD schema
 _COUNTS = (
     ("initialDelaySeconds", "initial_delay_seconds"),
     ("timeoutSeconds", "timeout_seconds"),
@@ -80,6 +83,11 @@ def _check_probe(p: Problems, path: Path, probe: ReadinessProbe) -> None:
         for index, header in enumerate(probe.http_get.http_headers):
             if not header.name:
                 p.error((*where, "httpHeaders", index, "name"), "header name must not be empty")
+            elif not _HEADER_NAME.fullmatch(header.name):
+                p.error(
+                    (*where, "httpHeaders", index, "name"),
+                    f"invalid header name {quoted(header.name)}: use letters, digits, '-' and '_'",
+                )
     if probe.tcp_socket is not None:
         check_port(p, (*path, "tcpSocket", "port"), probe.tcp_socket.port)
     if probe.grpc is not None:

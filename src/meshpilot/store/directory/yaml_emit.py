@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from meshpilot.config.yaml_resolve import plain_tag
+
 __all__ = ["emit_block_yaml"]
 
 _RESOLVER = yaml.resolver.Resolver()
@@ -32,9 +34,9 @@ _MAX_KEY = 128  # PyYAML writes longer keys as complex keys ("? ")
 
 
 def _resolves_to_str(text: str) -> bool:
-    """PyYAML reads `text` back as a string, not a bool, number, date or null."""
+    """PyYAML and kubectl both read `text` back as a string, not a bool, number, date or null."""
     tag: str = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
-    return tag == _STR_TAG
+    return tag == _STR_TAG and plain_tag(text) == _STR_TAG
 
 
 class _Unsupported(Exception):

@@ -10,11 +10,10 @@ from typing import Any
 import yaml
 
 from meshpilot.config.yaml_load import YAMLInputError, load_yaml
+from meshpilot.config.yaml_resolve import Dumper
 from meshpilot.store.directory.yaml_emit import emit_block_yaml
 
 __all__ = ["YAMLInputError", "dump_manifest", "load_manifest"]
-
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
 def load_manifest(text: str, file: str) -> Any:
@@ -26,4 +25,4 @@ def dump_manifest(manifest: dict[str, Any]) -> str:
     text = emit_block_yaml(manifest)
     if text is not None:
         return text
-    return str(yaml.dump(manifest, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
+    return str(yaml.dump(manifest, Dumper=Dumper, sort_keys=False, default_flow_style=False))

@@ -17,7 +17,7 @@ from tests.unit.gitops.ops.env import make_world
 CASES = {
     "int": ("kind: !!int abc\n", "mesh/bad.yaml:1: invalid YAML: !!int 'abc' is not an integer"),
     "custom-tag": ("a: 1\nb: !foo x\n", "mesh/bad.yaml:2: invalid YAML: unknown tag !foo"),
-    "big-int": ("a: " + "1" * 5000 + "\n", "mesh/bad.yaml:1: invalid YAML: integer of 5000"),
+    "big-int": ("a: !!int " + "1" * 5000 + "\n", "mesh/bad.yaml:1: invalid YAML: integer of 5000"),
     "recursive": ("a: &a [*a]\n", "mesh/bad.yaml:1: invalid YAML: an anchor's value contains"),
     "laughs": (LAUGHS, "mesh/bad.yaml:4: invalid YAML: too many aliases"),
 }

@@ -93,6 +93,13 @@ def _apply_connection_pool(
         if http.max_concurrent_streams and options is not None:
             h2 = options.explicit_http_config.http2_protocol_options
             h2.max_concurrent_streams.value = http.max_concurrent_streams
+        if (ping := http.http2_keep_alive) is not None and options is not None:
+            keepalive = options.explicit_http_config.http2_protocol_options.connection_keepalive
+            keepalive.SetInParent()
+            if ping.interval is not None:
+                keepalive.interval.CopyFrom(duration(ping.interval))
+            if ping.timeout is not None:
+                keepalive.timeout.CopyFrom(duration(ping.timeout))
     if pool is not None and pool.tcp is not None:
         tcp = pool.tcp
         if tcp.max_connections:

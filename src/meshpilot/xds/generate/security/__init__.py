@@ -20,6 +20,11 @@ from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
 from meshpilot.model.sidecar_scope import SidecarScope
 from meshpilot.xds.cache import cache_for
+from meshpilot.xds.generate.security.custom import (
+    custom_http_filters,
+    custom_network_filters,
+    resolve_custom,
+)
 from meshpilot.xds.generate.security.jwt_authn import jwt_authn_filter
 from meshpilot.xds.generate.security.rbac import http_rbac_filters, network_rbac_filters
 
@@ -55,13 +60,21 @@ def inbound_security(
     cache = cache_for(push)
 
     tds = (push.mesh.trust_domain, *push.mesh.trust_domain_aliases)
+    # CUSTOM's providers come from mesh config and the registry: resolved here, keyed below
+    providers = resolve_custom(push, security.custom)
+    full_key = (*key, tds, tuple(p.cache_key() for p in providers))
 
     def build_http() -> list[hcm_pb2.HttpFilter]:
         jwt = jwt_authn_filter(security.request_authn, scope)
-        return [*([jwt] if jwt is not None else []), *http_rbac_filters(security, tds)]
+        custom = custom_http_filters(security.custom, providers, tds)
+        return [*([jwt] if jwt is not None else []), *http_rbac_filters(security, tds, custom)]
 
-    http = cache.get_or_build((*key, tds, "http"), build_http).messages
-    network = cache.get_or_build((*key, tds, "tcp"), lambda: network_rbac_filters(security, tds))
+    def build_network() -> list[lc_pb2.Filter]:
+        custom = custom_network_filters(security.custom, providers, tds)
+        return network_rbac_filters(security, tds, custom)
+
+    http = cache.get_or_build((*full_key, "http"), build_http).messages
+    network = cache.get_or_build((*full_key, "tcp"), build_network)
     network_filters = network.messages
     return InboundSecurity(
         tuple(f for f in http if isinstance(f, hcm_pb2.HttpFilter)),

@@ -8,9 +8,9 @@ that never matches, so ALLOW with no rules denies everything. Policies annotated
 `istio.io/dry-run: "true"` go to shadow rules (stats `istio_dry_run_allow_` / `_deny_`,
 set as Istio sets them: see RbacRules.shadow_stat_prefix).
 
-CUSTOM needs an extension provider (ext_authz), which meshpilot does not have: as Istio
-does for an unknown provider, matching requests are denied (policy names end with
-`-deny-due-to-bad-CUSTOM-action`), and validation warns about it.
+CUSTOM policies become RBAC + ext_authz pairs (custom.py), placed by the caller before the
+AUDIT filter; a provider that cannot be used denies what its policies match (policy names
+end with `-deny-due-to-bad-CUSTOM-action`), as Istio does.
 
 An invalid policy with no last good version (config/fail_closed.py) gets an RBAC filter of
 its own, first: DENY everything, policy `ns[<ns>]-policy[<name>]-invalid-deny-all`, stats
@@ -41,7 +41,9 @@ from meshpilot.xds.protos import pack
 __all__ = [
     "HTTP_RBAC",
     "NETWORK_RBAC",
+    "TCP_STAT_PREFIX",
     "RbacRules",
+    "bad_custom_rules",
     "build_rbac",
     "http_rbac_filters",
     "invalid_policy_rules",
@@ -122,7 +124,7 @@ def build_rbac(
     return RbacRules(enforce if has_enforce else None, shadow if has_shadow else None)
 
 
-def _bad_custom(rules: RbacRules | None) -> RbacRules | None:
+def bad_custom_rules(rules: RbacRules | None) -> RbacRules | None:
     """CUSTOM with no usable provider: deny what the (enforced) rules match."""
     if rules is None or rules.rules is None:
         return None
@@ -134,7 +136,6 @@ def _bad_custom(rules: RbacRules | None) -> RbacRules | None:
 
 def _actions(security: WorkloadSecurity, tcp: bool, tds: Sequence[str]) -> list[RbacRules]:
     built = [
-        _bad_custom(build_rbac(security.custom, rbac_pb2.RBAC.DENY, tcp=tcp, trust_domains=tds)),
         build_rbac(security.audit, rbac_pb2.RBAC.LOG, tcp=tcp, trust_domains=tds),
         build_rbac(security.deny, rbac_pb2.RBAC.DENY, tcp=tcp, trust_domains=tds),
         build_rbac(security.allow, rbac_pb2.RBAC.ALLOW, tcp=tcp, trust_domains=tds),
@@ -159,8 +160,11 @@ def invalid_stat_prefix(obj: _Policy) -> str:
 
 
 def http_rbac_filters(
-    security: WorkloadSecurity, trust_domains: Sequence[str] = (DEFAULT_TRUST_DOMAIN,)
+    security: WorkloadSecurity,
+    trust_domains: Sequence[str] = (DEFAULT_TRUST_DOMAIN,),
+    custom: Sequence[hcm_pb2.HttpFilter] = (),
 ) -> list[hcm_pb2.HttpFilter]:
+    """The invalid policies' deny filters, then `custom` (custom.py), AUDIT, DENY, ALLOW."""
     filters = [
         hcm_pb2.HttpFilter(
             name=HTTP_RBAC,
@@ -172,6 +176,7 @@ def http_rbac_filters(
         )
         for obj in security.invalid
     ]
+    filters.extend(custom)
     for built in _actions(security, False, trust_domains):
         config = http_rbac_pb2.RBAC(shadow_rules_stat_prefix=built.shadow_stat_prefix)
         if built.rules is not None:
@@ -183,7 +188,9 @@ def http_rbac_filters(
 
 
 def network_rbac_filters(
-    security: WorkloadSecurity, trust_domains: Sequence[str] = (DEFAULT_TRUST_DOMAIN,)
+    security: WorkloadSecurity,
+    trust_domains: Sequence[str] = (DEFAULT_TRUST_DOMAIN,),
+    custom: Sequence[lc_pb2.Filter] = (),
 ) -> list[lc_pb2.Filter]:
     filters = [
         lc_pb2.Filter(
@@ -197,6 +204,7 @@ def network_rbac_filters(
         )
         for obj in security.invalid
     ]
+    filters.extend(custom)
     for built in _actions(security, True, trust_domains):
         config = network_rbac_pb2.RBAC(
             stat_prefix=TCP_STAT_PREFIX, shadow_rules_stat_prefix=built.shadow_stat_prefix
