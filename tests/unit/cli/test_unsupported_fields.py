@@ -42,11 +42,8 @@ spec:
 """
 NOT_SUPPORTED = "not supported yet: meshpilot parses this field and ignores it"
 EXPECTED = [
-    "{f}:8: warning: ConfigMap istio-system/istio: data.mesh.accessLogFile: ",
-    "{f}:9: warning: ConfigMap istio-system/istio: data.mesh.enableTracing: ",
     "{f}:12: warning: ConfigMap istio-system/istio: "
     "data.mesh.defaultConfig.holdApplicationUntilProxyStarts: ",
-    "{f}:13: warning: ConfigMap istio-system/istio: data.mesh.defaultConfig.tracing: ",
     "{f}:22: warning: Service default/legacy: spec.publishNotReadyAddresses: ",
 ]
 
@@ -60,9 +57,10 @@ def test_analyze_warns_once_per_unsupported_field(tmp_path: Path) -> None:
     path.write_text(MESH)
     result = CliRunner().invoke(cli, ["analyze", "-f", BOOKINFO, "-f", str(path)])
     assert result.exit_code == 0, result.output  # warnings only
-    # enablePrometheusMerge: true is the default (nothing lost); gatewayTopology is read.
+    # enablePrometheusMerge: true is the default (nothing lost); gatewayTopology is read;
+    # accessLogFile, enableTracing and defaultConfig.tracing are applied (telemetry).
     assert result.stdout.splitlines() == expected(path)
-    assert result.stderr.endswith(": 0 errors, 5 warnings, 0 info\n")
+    assert result.stderr.endswith(": 0 errors, 2 warnings, 0 info\n")
 
 
 def test_discovery_logs_the_same_warnings(tmp_path: Path) -> None:
@@ -111,5 +109,5 @@ def test_mesh_in_the_live_store_points_at_its_mesh_key(tmp_path: Path) -> None:
     )
     assert (
         f"{stored}:{mesh_line}: warning: ConfigMap istio-system/istio: "
-        f"data.mesh.accessLogFile: {NOT_SUPPORTED}"
+        f"data.mesh.defaultConfig.holdApplicationUntilProxyStarts: {NOT_SUPPORTED}"
     ) in result.stdout.splitlines()

@@ -1,4 +1,5 @@
-"""Telemetry: metrics, tracing and access logging per workload (validated, not applied yet)."""
+"""Telemetry: metrics, tracing and access logging per workload (tracing and access logging
+are applied: model/indexes/telemetry.py, xds/generate/telemetry/; metrics are not yet)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,101 @@
+"""The telemetry settings a user writes: bad mesh settings are errors naming the field,
+Telemetry's unapplied part (metrics) is a warning, a Telemetry change pushes listeners only,
+and a tracing provider needs its collector to be a mesh service."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from envoy.extensions.filters.network.http_connection_manager.v3 import (
+    http_connection_manager_pb2 as hcm_pb2,
+)
+
+from meshpilot.cli.main import cli
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
+from meshpilot.model.proxy import ProxyType
+from meshpilot.model.relevance import affected_types
+from meshpilot.xds.protos import Filters
+from tests.conftest import config_for, push_from_paths
+from tests.unit.golden.cases import CASES_DIR
+
+MESH = CASES_DIR.parent / "inputs" / "authz-mesh.yaml"
+HTTPBIN = "httpbin-v1-5f6b8d7c9-abcde.foo"
+BAD = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: istio, namespace: istio-system}
+data:
+  mesh: |
+    accessLogEncoding: XML
+    extensionProviders:
+    - name: both
+      zipkin: {service: z, port: 9411}
+      datadog: {service: d, port: 8126}
+---
+apiVersion: telemetry.istio.io/v1
+kind: Telemetry
+metadata: {name: mesh-default, namespace: istio-system}
+spec:
+  metrics:
+  - providers: [{name: prometheus}]
+  accessLogging:
+  - providers: [{name: envoy}]
+"""
+
+
+def test_analyze_names_bad_mesh_telemetry_fields_and_warns_about_metrics(tmp_path: Path) -> None:
+    path = tmp_path / "mesh.yaml"
+    path.write_text(BAD)
+    result = CliRunner().invoke(cli, ["analyze", "-f", str(path)])
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines() == [
+        f"{path}:5: error: MeshConfig : data.mesh.accessLogEncoding: Input should be 'TEXT' "
+        "or 'JSON'",
+        f"{path}:5: error: MeshConfig : data.mesh.extensionProviders[0]: extension provider "
+        "'both' must set one provider kind",
+        f"{path}:16: warning: Telemetry istio-system/mesh-default: spec.metrics: not supported "
+        "yet: meshpilot parses this field and ignores it",
+    ]
+
+
+def test_a_telemetry_change_pushes_listeners_only() -> None:
+    key = ConfigKey(Kind.TELEMETRY, "foo", "t")
+    for proxy_type in (ProxyType.SIDECAR, ProxyType.ROUTER):
+        assert affected_types(proxy_type, [key], {}, {}) == frozenset({"lds"})
+
+
+def _traced_hcms(service: str, tmp_path: Path) -> list[bool]:
+    config = tmp_path / "mesh.yaml"
+    config.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, namespace: istio-system}\n"
+        "data:\n  mesh: |\n    defaultProviders: {tracing: [zipkin]}\n"
+        "    extensionProviders:\n    - name: zipkin\n"
+        f"      zipkin: {{service: {service}, port: 8000}}\n"
+    )
+    loaded, push = push_from_paths([MESH, config])
+    assert not loaded.errors
+    out = []
+    for listener in config_for(push, HTTPBIN).listeners:
+        for chain in listener.filter_chains:
+            for item in chain.filters:
+                if item.name == Filters.HCM:
+                    hcm = hcm_pb2.HttpConnectionManager()
+                    item.typed_config.Unpack(hcm)
+                    out.append(hcm.tracing.HasField("provider"))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("service", "traced"),
+    [("foo/httpbin.foo.svc.cluster.local", True), ("zipkin.elsewhere.example.com", False)],
+)
+def test_a_tracing_provider_needs_its_collector_in_the_mesh(
+    service: str, traced: bool, tmp_path: Path
+) -> None:
+    """Istio's LookupCluster: a collector that is no mesh service gives no provider, and the
+    HCMs get no tracer (Envoy would reject one whose cluster does not exist)."""
+    hcms = _traced_hcms(service, tmp_path)
+    assert hcms and set(hcms) == {traced}
