@@ -67,13 +67,24 @@ def test_a_telemetry_change_pushes_listeners_only() -> None:
         assert affected_types(proxy_type, [key], {}, {}) == frozenset({"lds"})
 
 
-def _traced_hcms(service: str, tmp_path: Path) -> list[bool]:
+# foo's sidecars see their own namespace only.
+SCOPED = """
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: foo}
+spec:
+  egress: [{hosts: ["./*"]}]
+"""
+
+
+def _traced_hcms(service: str, port: int, tmp_path: Path, extra: str = "") -> list[bool]:
     config = tmp_path / "mesh.yaml"
     config.write_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, namespace: istio-system}\n"
         "data:\n  mesh: |\n    defaultProviders: {tracing: [zipkin]}\n"
         "    extensionProviders:\n    - name: zipkin\n"
-        f"      zipkin: {{service: {service}, port: 8000}}\n"
+        f"      zipkin: {{service: {service}, port: {port}}}\n{extra}"
     )
     loaded, push = push_from_paths([MESH, config])
     assert not loaded.errors
@@ -89,13 +100,19 @@ def _traced_hcms(service: str, tmp_path: Path) -> list[bool]:
 
 
 @pytest.mark.parametrize(
-    ("service", "traced"),
-    [("foo/httpbin.foo.svc.cluster.local", True), ("zipkin.elsewhere.example.com", False)],
+    ("service", "port", "extra", "traced"),
+    [
+        ("foo/httpbin.foo.svc.cluster.local", 8000, "", True),
+        ("jwks.example.com", 8443, "", True),
+        ("zipkin.elsewhere.example.com", 9411, "", False),  # no such service
+        ("httpbin.foo.svc.cluster.local", 9411, "", False),  # no such port
+        ("jwks.example.com", 8443, SCOPED, False),  # not in the sidecar's scope
+    ],
 )
-def test_a_tracing_provider_needs_its_collector_in_the_mesh(
-    service: str, traced: bool, tmp_path: Path
+def test_a_tracing_provider_needs_its_collector_in_the_proxys_view(
+    service: str, port: int, extra: str, traced: bool, tmp_path: Path
 ) -> None:
-    """Istio's LookupCluster: a collector that is no mesh service gives no provider, and the
-    HCMs get no tracer (Envoy would reject one whose cluster does not exist)."""
-    hcms = _traced_hcms(service, tmp_path)
+    """Istio's LookupCluster, plus the proxy's scope: without the collector's cluster the
+    HCMs get no tracer (Envoy would reject the listeners of one naming a missing cluster)."""
+    hcms = _traced_hcms(service, port, tmp_path, extra)
     assert hcms and set(hcms) == {traced}

@@ -19,6 +19,7 @@ from envoy.config.accesslog.v3 import accesslog_pb2
 from envoy.config.core.v3 import base_pb2, extension_pb2, substitution_format_string_pb2
 from envoy.extensions.access_loggers.file.v3 import file_pb2
 from envoy.extensions.access_loggers.filters.cel.v3 import cel_pb2
+from envoy.extensions.access_loggers.stream.v3 import stream_pb2
 from envoy.extensions.formatter.req_without_query.v3 import req_without_query_pb2
 from google.protobuf import struct_pb2
 
@@ -39,6 +40,9 @@ FILE_ACCESS_LOG = "envoy.access_loggers.file"
 CEL_FILTER = "envoy.access_loggers.extension_filters.cel"
 BUILTIN_PROVIDER = "envoy"
 DEV_STDOUT = "/dev/stdout"
+DEV_STDERR = "/dev/stderr"
+STDOUT_ACCESS_LOG = "envoy.access_loggers.stdout"
+STDERR_ACCESS_LOG = "envoy.access_loggers.stderr"
 
 DEFAULT_TEXT_FORMAT = (
     '[%START_TIME%] "%REQ(:METHOD)% %REQ(X-ENVOY-ORIGINAL-PATH?:PATH)% %PROTOCOL%" '
@@ -137,6 +141,13 @@ def _json(
 def _file_log(
     path: str, log_format: substitution_format_string_pb2.SubstitutionFormatString
 ) -> _AccessLog:
+    """A file logger; /dev/stdout and /dev/stderr become Envoy's stream loggers, which write
+    to the descriptors Envoy inherited: reopening /dev/stdout by path fails when Envoy runs
+    as the proxy user and its stdout is a file or pipe the agent (root) owns."""
+    if path in (DEV_STDOUT, DEV_STDERR):
+        stream = stream_pb2.StdoutAccessLog if path == DEV_STDOUT else stream_pb2.StderrAccessLog
+        name = STDOUT_ACCESS_LOG if path == DEV_STDOUT else STDERR_ACCESS_LOG
+        return _AccessLog(name=name, typed_config=pack(stream(log_format=log_format)))
     return _AccessLog(
         name=FILE_ACCESS_LOG,
         typed_config=pack(file_pb2.FileAccessLog(path=path, log_format=log_format)),

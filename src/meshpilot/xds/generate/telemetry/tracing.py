@@ -47,13 +47,16 @@ class HcmTracing:
     use_request_id_for_trace_sampling: bool = True
 
 
-def collector(push: PushContext, service: str, port: int) -> tuple[str, str] | None:
-    """(hostname, outbound cluster) of a provider's `service` (Istio's LookupCluster)."""
+def collector(push: PushContext, proxy: Proxy, service: str, port: int) -> tuple[str, str] | None:
+    """(hostname, outbound cluster) of a provider's `service` (Istio's LookupCluster), when
+    the proxy has that cluster: Envoy rejects a tracer whose cluster it does not know."""
     namespace, _, host = service.rpartition("/")
     found = push.registry.services_for_host(host)
     if namespace:
         found = tuple(s for s in found if s.namespace == namespace)
-    if len(found) != 1 or not port:
+    if len(found) != 1 or all(p.port != port for p in found[0].ports):
+        return None
+    if push.proxy_scope(proxy).service(found[0].hostname) is None:
         return None
     return found[0].hostname, outbound_cluster(port, "", found[0].hostname)
 
@@ -74,7 +77,7 @@ def _service_name(proxy: Proxy) -> str:
 def _provider(
     push: PushContext, proxy: Proxy, kind: str, spec: TracingProvider
 ) -> http_tracer_pb2.Tracing.Http | None:
-    found = collector(push, spec.service, spec.port)
+    found = collector(push, proxy, spec.service, spec.port)
     if found is None:
         return None
     hostname, cluster = found
