@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from envoy.config.trace.v3 import zipkin_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
 )
@@ -116,3 +117,27 @@ def test_a_tracing_provider_needs_its_collector_in_the_proxys_view(
     HCMs get no tracer (Envoy would reject the listeners of one naming a missing cluster)."""
     hcms = _traced_hcms(service, port, tmp_path, extra)
     assert hcms and set(hcms) == {traced}
+
+
+def test_enable_tracing_alone_reports_to_istios_default_zipkin(tmp_path: Path) -> None:
+    """No Telemetry, no defaultConfig.tracing: Istio's default tracer, zipkin at
+    zipkin.istio-system:9411, here a mesh Service."""
+    config = tmp_path / "mesh.yaml"
+    config.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: istio, namespace: istio-system}\n"
+        "data:\n  mesh: |\n    enableTracing: true\n"
+    )
+    collectors = CASES_DIR.parent / "inputs" / "telemetry-collectors.yaml"
+    loaded, push = push_from_paths([MESH, collectors, config])
+    assert not loaded.errors
+    tracers = set()
+    for listener in config_for(push, HTTPBIN).listeners:
+        for chain in listener.filter_chains:
+            for item in chain.filters:
+                if item.name == Filters.HCM:
+                    hcm = hcm_pb2.HttpConnectionManager()
+                    item.typed_config.Unpack(hcm)
+                    zipkin = zipkin_pb2.ZipkinConfig()
+                    hcm.tracing.provider.typed_config.Unpack(zipkin)
+                    tracers.add((hcm.tracing.random_sampling.value, zipkin.collector_cluster))
+    assert tracers == {(1.0, "outbound|9411||zipkin.istio-system.svc.cluster.local")}

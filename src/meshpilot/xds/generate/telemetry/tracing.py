@@ -37,6 +37,7 @@ __all__ = ["HcmTracing", "collector", "hcm_tracing"]
 _Tracing: TypeAlias = hcm_pb2.HttpConnectionManager.Tracing
 DEFAULT_SAMPLING = 1.0
 ZIPKIN_PATH = "/api/v2/spans"
+DEFAULT_ZIPKIN_ADDRESS = "zipkin.istio-system:9411"
 # Envoy requires an HTTP collector timeout; Istio leaves it to the user, 5 s is ours.
 OTLP_TIMEOUT = 5_000_000_000
 
@@ -132,14 +133,22 @@ def _from_extension(
     return None, 0
 
 
-def _legacy_provider(push: PushContext, proxy: Proxy) -> http_tracer_pb2.Tracing.Http | None:
-    """defaultConfig.tracing's zipkin/datadog address (`host:port`) as a mesh service."""
+def _legacy_addresses(push: PushContext) -> list[tuple[str, str]]:
+    """(tracer, `host:port`) from defaultConfig.tracing; Istio's default tracer is zipkin
+    at zipkin.istio-system:9411 when no tracer address is set."""
     legacy = push.mesh.default_config.tracing
-    for kind in ("zipkin", "datadog"):
-        address = getattr(legacy, kind, None) if legacy is not None else None
-        if address is None or not address.address:
-            continue
-        host, _, port = address.address.rpartition(":")
+    found = [
+        (kind, address.address)
+        for kind in ("zipkin", "datadog")
+        if legacy is not None and (address := getattr(legacy, kind)) is not None and address.address
+    ]
+    return found or [("zipkin", DEFAULT_ZIPKIN_ADDRESS)]
+
+
+def _legacy_provider(push: PushContext, proxy: Proxy) -> http_tracer_pb2.Tracing.Http | None:
+    """The legacy tracer address as a mesh service (`host` may be short: `zipkin.ns`)."""
+    for kind, address in _legacy_addresses(push):
+        host, _, port = address.rpartition(":")
         for candidate in (host, f"{host}.svc.{push.domain_suffix}", f"{host}.{push.domain_suffix}"):
             spec = TracingProvider(service=candidate, port=int(port) if port.isdigit() else 0)
             built = _provider(push, proxy, kind, spec)
