@@ -11,6 +11,7 @@ carrying the request's x-request-id.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -177,3 +178,93 @@ def _chain(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
     while out[-1]["id"] in children:
         out.append(children[out[-1]["id"]])
     return out
+
+
+METRICS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: istio, namespace: istio-system}
+data:
+  mesh: |
+    defaultProviders:
+      metrics: [prometheus]
+"""
+_SERIES = re.compile(r"^envoy_istio_requests_total\{(.*)\} (\d+)$")
+
+
+def _requests_total(mesh: DemoMesh, pod: str) -> list[tuple[dict[str, str], int]]:
+    status, body = mesh.admin(pod, "/stats/prometheus")
+    assert status == 200, body[:200]
+    out = []
+    for line in body.splitlines():
+        if found := _SERIES.match(line):
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', found.group(1)))
+            out.append((labels, int(found.group(2))))
+    return out
+
+
+def test_both_reporters_count_requests_with_istios_labels(mesh: DemoMesh) -> None:
+    """client -> productpage -> reviews with metrics on: productpage reports as source
+    toward reviews, reviews as destination, with workloads, principals (mTLS), service and
+    response code; 5 requests each."""
+    assert mesh.workspace is not None
+    mesh.workspace.config.write("telemetry.yaml", METRICS)
+    try:
+        wait_for(
+            lambda: _requests_total(mesh, "productpage-v1") or _send(mesh),
+            "istio_requests_total on productpage",
+            timeout=60,
+        )
+        before = {
+            pod: _requests_total(mesh, pod)
+            for pod in ("productpage-v1", "reviews-v1", "reviews-v2")
+        }
+        for _ in range(5):
+            status, line = mesh.get("client", "http://productpage:9080/productpage")
+            assert status == 200, line
+        after = {
+            pod: _requests_total(mesh, pod)
+            for pod in ("productpage-v1", "reviews-v1", "reviews-v2")
+        }
+    finally:
+        mesh.workspace.config.remove("telemetry.yaml")
+    source = {
+        "reporter": "source",
+        "source_workload": "productpage-v1",
+        "source_principal": "spiffe://cluster.local/ns/default/sa/productpage",
+        "destination_workload_namespace": "default",
+        "destination_service": "reviews.default.svc.cluster.local",
+        "destination_service_name": "reviews",
+        "destination_app": "reviews",
+        "response_code": "200",
+    }
+    dest = {
+        "reporter": "destination",
+        "source_workload": "productpage-v1",
+        "source_workload_namespace": "default",
+        "source_app": "productpage",
+        "source_principal": "spiffe://cluster.local/ns/default/sa/productpage",
+        "destination_principal": "spiffe://cluster.local/ns/default/sa/reviews",
+        "destination_service": "reviews.default.svc.cluster.local",
+        "connection_security_policy": "mutual_tls",
+        "response_code": "200",
+    }
+    assert _delta(before["productpage-v1"], after["productpage-v1"], source) == 5
+    reviews = sum(_delta(before[p], after[p], dest) for p in ("reviews-v1", "reviews-v2"))
+    assert reviews == 5
+    assert_no_nacks(mesh)
+
+
+def _send(mesh: DemoMesh) -> None:
+    mesh.get("client", "http://productpage:9080/productpage")
+
+
+def _delta(
+    before: list[tuple[dict[str, str], int]],
+    after: list[tuple[dict[str, str], int]],
+    wanted: dict[str, str],
+) -> int:
+    def total(series: list[tuple[dict[str, str], int]]) -> int:
+        return sum(n for labels, n in series if wanted.items() <= labels.items())
+
+    return total(after) - total(before)

@@ -20,7 +20,6 @@ from meshpilot.config.istio.authorization_policy import AuthorizationPolicySpec
 from meshpilot.config.istio.destination_rule import LoadBalancerSettings, TrafficPolicy
 from meshpilot.config.istio.request_authentication import RequestAuthenticationSpec
 from meshpilot.config.istio.sidecar import OutboundTrafficPolicy
-from meshpilot.config.istio.telemetry import TelemetrySpec
 from meshpilot.config.istio.virtual_service import L4MatchAttributes
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import NOT_APPLIED_KINDS, Kind
@@ -57,8 +56,6 @@ UNSUPPORTED_FIELDS: frozenset[tuple[type[ApiModel], str]] = frozenset(
         (ProxyConfig, "hold_application_until_proxy_starts"),
         (ProxyConfig, "proxy_metadata"),
         (ProxyConfig, "interception_mode"),
-        # Telemetry's tracing and accessLogging are applied; its metrics are not yet.
-        (TelemetrySpec, "metrics"),
         (AuthorizationPolicySpec, "target_ref"),
         (AuthorizationPolicySpec, "target_refs"),
         (RequestAuthenticationSpec, "target_ref"),

@@ -1,5 +1,5 @@
 """The telemetry settings a user writes: bad mesh settings are errors naming the field,
-Telemetry's unapplied part (metrics) is a warning, a Telemetry change pushes listeners only,
+a Telemetry change pushes listeners only,
 and a tracing provider needs its collector to be a mesh service."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ spec:
 """
 
 
-def test_analyze_names_bad_mesh_telemetry_fields_and_warns_about_metrics(tmp_path: Path) -> None:
+def test_analyze_names_bad_mesh_telemetry_fields(tmp_path: Path) -> None:
     path = tmp_path / "mesh.yaml"
     path.write_text(BAD)
     result = CliRunner().invoke(cli, ["analyze", "-f", str(path)])
@@ -57,8 +57,6 @@ def test_analyze_names_bad_mesh_telemetry_fields_and_warns_about_metrics(tmp_pat
         "or 'JSON'",
         f"{path}:5: error: MeshConfig : data.mesh.extensionProviders[0]: extension provider "
         "'both' must set one provider kind",
-        f"{path}:16: warning: Telemetry istio-system/mesh-default: spec.metrics: not supported "
-        "yet: meshpilot parses this field and ignores it",
     ]
 
 

@@ -1,5 +1,5 @@
-"""Telemetry: metrics, tracing and access logging per workload (tracing and access logging
-are applied: model/indexes/telemetry.py, xds/generate/telemetry/; metrics are not yet)."""
+"""Telemetry: metrics, tracing and access logging per workload (applied by
+model/indexes/telemetry.py and xds/generate/telemetry/; TCP metrics are not built yet)."""
 
 from __future__ import annotations
 

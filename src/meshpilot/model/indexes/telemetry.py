@@ -18,14 +18,23 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import cast
 
-from meshpilot.config.istio.telemetry import AccessLogging, CustomTag, Telemetry, Tracing
+from meshpilot.config.istio.telemetry import (
+    AccessLogging,
+    CustomTag,
+    Metrics,
+    MetricsOverrides,
+    Telemetry,
+    Tracing,
+)
 from meshpilot.config.kinds import Kind
 from meshpilot.config.mesh_telemetry import DefaultProviders
 from meshpilot.config.objects import ConfigObject
 from meshpilot.model.push_context import PushContext
 
 __all__ = [
+    "PROMETHEUS",
     "LogChoice",
+    "MetricsChoice",
     "Mode",
     "TelemetryIndex",
     "TracingChoice",
@@ -35,6 +44,8 @@ __all__ = [
 _Policy = ConfigObject[Telemetry]
 _MEMO_KEY = "telemetry.index"
 GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"
+# The metrics provider meshpilot builds (Istio's default one): Envoy stats on 15090.
+PROMETHEUS = "prometheus"
 
 
 class Mode(StrEnum):
@@ -58,6 +69,14 @@ class TracingChoice:
     disabled: bool = False
     use_request_id_for_trace_sampling: bool = True
     enable_istio_tags: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsChoice:
+    """Istio's standard metrics are on for this direction; the overrides that apply (mesh
+    first), each already matched to the direction."""
+
+    overrides: tuple[MetricsOverrides, ...] = ()
 
 
 def _age(policy: _Policy) -> tuple[str, str]:
@@ -113,10 +132,11 @@ class TelemetryIndex:
 
     def _entries(
         self, namespace: str, labels: Mapping[str, str], mode: Mode, section: str
-    ) -> Iterator[AccessLogging | Tracing]:
+    ) -> Iterator[AccessLogging | Tracing | Metrics]:
         for policy in self.chain(namespace, labels):
             for entry in getattr(policy.model.spec, section):
-                if _applies(entry.match.mode if entry.match else "", mode):
+                match = getattr(entry, "match", None)
+                if _applies(match.mode if match else "", mode):
                     yield entry
 
     def access_logging(
@@ -166,6 +186,22 @@ class TelemetryIndex:
             if entry.enable_istio_tags is not None:
                 istio_tags = entry.enable_istio_tags
         return TracingChoice(provider, sampling, tags, disabled, use_request_id, istio_tags)
+
+    def metrics(
+        self, namespace: str, labels: Mapping[str, str], mode: Mode
+    ) -> MetricsChoice | None:
+        """Whether the prometheus provider is on for this direction (defaultProviders.metrics,
+        replaced by a child's `providers`), with the overrides whose match takes `mode`."""
+        entries = cast(list[Metrics], list(self._entries(namespace, labels, mode, "metrics")))
+        providers = list(self.defaults.metrics)
+        overrides: list[MetricsOverrides] = []
+        for entry in entries:
+            if entry.providers:
+                providers = [p.name for p in entry.providers]
+            overrides.extend(
+                o for o in entry.overrides if _applies(o.match.mode if o.match else "", mode)
+            )
+        return MetricsChoice(tuple(overrides)) if PROMETHEUS in providers else None
 
 
 def telemetry_index(push: PushContext) -> TelemetryIndex:

@@ -10,7 +10,9 @@ Chains that only drop traffic (BlackHoleCluster, the inbound loop blackhole) get
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from envoy.config.core.v3 import base_pb2
 from envoy.config.listener.v3 import listener_components_pb2 as lc_pb2
@@ -21,10 +23,12 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2
 from envoy.extensions.request_id.uuid.v3 import uuid_pb2
 
-from meshpilot.model.indexes.telemetry import Mode, telemetry_index
+from meshpilot.model.indexes.telemetry import MetricsChoice, Mode, telemetry_index
 from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
+from meshpilot.registry.model import Service
 from meshpilot.xds.generate.telemetry.access_log import AccessLogs, access_logs
+from meshpilot.xds.generate.telemetry.metrics import metrics_filters, metrics_logger, workload_of
 from meshpilot.xds.generate.telemetry.tracing import HcmTracing, hcm_tracing
 from meshpilot.xds.names import BLACKHOLE_CLUSTER, VIRTUAL_INBOUND_BLACKHOLE
 from meshpilot.xds.protos import Filters, boolean, pack
@@ -36,6 +40,7 @@ __all__ = ["DirectionTelemetry", "apply_telemetry", "direction_telemetry"]
 class DirectionTelemetry:
     logs: AccessLogs
     tracing: HcmTracing
+    metrics: MetricsChoice | None = None
 
     @property
     def empty(self) -> bool:
@@ -43,6 +48,7 @@ class DirectionTelemetry:
             self.logs.empty
             and self.tracing.tracing is None
             and self.tracing.use_request_id_for_trace_sampling
+            and self.metrics is None
         )
 
 
@@ -50,11 +56,62 @@ def direction_telemetry(push: PushContext, proxy: Proxy, mode: Mode) -> Directio
     index = telemetry_index(push)
     logging = index.access_logging(proxy.namespace, proxy.labels, mode)
     tracing = index.tracing(proxy.namespace, proxy.labels, mode)
-    return DirectionTelemetry(access_logs(logging, push.mesh), hcm_tracing(push, proxy, tracing))
+    metrics = index.metrics(proxy.namespace, proxy.labels, mode)
+    return DirectionTelemetry(
+        access_logs(logging, push.mesh), hcm_tracing(push, proxy, tracing), metrics
+    )
 
 
-def _hcm(config: hcm_pb2.HttpConnectionManager, telemetry: DirectionTelemetry) -> None:
+@dataclass(frozen=True, slots=True)
+class _Metrics:
+    """What the standard metrics of one proxy need to know besides the direction."""
+
+    push: PushContext
+    proxy: Proxy
+    services: Mapping[int, Service]  # inbound: the service each workload port serves
+
+    def logger(self, mode: Mode, port: int, security: str, choice: MetricsChoice) -> Any:
+        service = self.services.get(port) if mode is Mode.SERVER else None
+        own = workload_of(self.proxy, service)
+        td = self.push.mesh.trust_domain
+        principal = f"spiffe://{td}/ns/{self.proxy.namespace}/sa/{self.proxy.service_account}"
+        return metrics_logger(own, principal, mode, security, choice)
+
+
+def _services(push: PushContext, proxy: Proxy) -> dict[int, Service]:
+    out: dict[int, Service] = {}
+    for svc, endpoint in sorted(push.service_targets(proxy), key=lambda t: t[0].hostname):
+        out.setdefault(endpoint.port, svc)
+    return out
+
+
+def _with_metrics(
+    config: hcm_pb2.HttpConnectionManager, chain: lc_pb2.FilterChain, where: _Where
+) -> None:
+    """The peer exchange filters before the router, the stats logger among the loggers."""
+    choice = where.telemetry.metrics
+    assert choice is not None
+    mode = where.mode
+    port = chain.filter_chain_match.destination_port.value
+    if mode is Mode.CLIENT:
+        security = "unknown"
+    else:
+        security = "mutual_tls" if chain.HasField("transport_socket") else "none"
+    logger = where.metrics.logger(mode, port, security, choice)
+    if logger is None:
+        return
+    own = workload_of(where.metrics.proxy, where.metrics.services.get(port))
+    filters = list(config.http_filters)
+    del config.http_filters[:]
+    config.http_filters.extend([*filters[:-1], *metrics_filters(own, mode), *filters[-1:]])
+    config.access_log.append(logger)
+
+
+def _hcm(config: hcm_pb2.HttpConnectionManager, chain: lc_pb2.FilterChain, where: _Where) -> None:
+    telemetry = where.telemetry
     config.access_log.extend(telemetry.logs.filters)
+    if telemetry.metrics is not None:
+        _with_metrics(config, chain, where)
     traced = telemetry.tracing
     if traced.tracing is not None:
         config.tracing.CopyFrom(traced.tracing)
@@ -64,14 +121,22 @@ def _hcm(config: hcm_pb2.HttpConnectionManager, telemetry: DirectionTelemetry) -
         )
 
 
-def _chain(chain: lc_pb2.FilterChain, telemetry: DirectionTelemetry) -> None:
+@dataclass(frozen=True, slots=True)
+class _Where:
+    mode: Mode
+    telemetry: DirectionTelemetry
+    metrics: _Metrics
+
+
+def _chain(chain: lc_pb2.FilterChain, where: _Where) -> None:
+    telemetry = where.telemetry
     if chain.name == VIRTUAL_INBOUND_BLACKHOLE:
         return
     for item in chain.filters:
         if item.name == Filters.HCM:
             hcm = hcm_pb2.HttpConnectionManager()
             item.typed_config.Unpack(hcm)
-            _hcm(hcm, telemetry)
+            _hcm(hcm, chain, where)
             item.typed_config.CopyFrom(pack(hcm))
         elif item.name == Filters.TCP_PROXY and telemetry.logs.filters:
             tcp = tcp_proxy_pb2.TcpProxy()
@@ -82,16 +147,14 @@ def _chain(chain: lc_pb2.FilterChain, telemetry: DirectionTelemetry) -> None:
             item.typed_config.CopyFrom(pack(tcp))
 
 
-def _decorated(
-    listener: listener_pb2.Listener, telemetry: DirectionTelemetry
-) -> listener_pb2.Listener:
+def _decorated(listener: listener_pb2.Listener, where: _Where) -> listener_pb2.Listener:
     out = listener_pb2.Listener()
     out.CopyFrom(listener)
-    out.access_log.extend(telemetry.logs.listener)
+    out.access_log.extend(where.telemetry.logs.listener)
     for chain in out.filter_chains:
-        _chain(chain, telemetry)
+        _chain(chain, where)
     if out.HasField("default_filter_chain"):
-        _chain(out.default_filter_chain, telemetry)
+        _chain(out.default_filter_chain, where)
     return out
 
 
@@ -100,6 +163,7 @@ def apply_telemetry(
 ) -> list[listener_pb2.Listener]:
     """`listeners` with the proxy's access logs and tracing (copies; the input is kept)."""
     by_mode: dict[Mode, DirectionTelemetry] = {}
+    metrics: _Metrics | None = None
     out = []
     for listener in listeners:
         inbound = proxy.type is ProxyType.SIDECAR and listener.traffic_direction == base_pb2.INBOUND
@@ -107,5 +171,11 @@ def apply_telemetry(
         telemetry = by_mode.get(mode)
         if telemetry is None:
             telemetry = by_mode[mode] = direction_telemetry(push, proxy, mode)
-        out.append(listener if telemetry.empty else _decorated(listener, telemetry))
+        if telemetry.empty:
+            out.append(listener)
+            continue
+        if metrics is None:
+            services = _services(push, proxy) if telemetry.metrics is not None else {}
+            metrics = _Metrics(push, proxy, services)
+        out.append(_decorated(listener, _Where(mode, telemetry, metrics)))
     return out
