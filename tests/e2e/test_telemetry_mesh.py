@@ -189,15 +189,19 @@ data:
     defaultProviders:
       metrics: [prometheus]
 """
-_SERIES = re.compile(r"^envoy_istio_requests_total\{(.*)\} (\d+)$")
+Series = list[tuple[dict[str, str], int]]
+_SERIES = r"^envoy_istio_{}\{{(.*)\}} (\d+)$"
 
 
-def _requests_total(mesh: DemoMesh, pod: str) -> list[tuple[dict[str, str], int]]:
+def _requests_total(
+    mesh: DemoMesh, pod: str, metric: str = "requests_total"
+) -> list[tuple[dict[str, str], int]]:
     status, body = mesh.admin(pod, "/stats/prometheus")
     assert status == 200, body[:200]
+    series = re.compile(_SERIES.format(metric))
     out = []
     for line in body.splitlines():
-        if found := _SERIES.match(line):
+        if found := series.match(line):
             labels = dict(re.findall(r'(\w+)="([^"]*)"', found.group(1)))
             out.append((labels, int(found.group(2))))
     return out
@@ -206,28 +210,9 @@ def _requests_total(mesh: DemoMesh, pod: str) -> list[tuple[dict[str, str], int]
 def test_both_reporters_count_requests_with_istios_labels(mesh: DemoMesh) -> None:
     """client -> productpage -> reviews with metrics on: productpage reports as source
     toward reviews, reviews as destination, with workloads, principals (mTLS), service and
-    response code; 5 requests each."""
-    assert mesh.workspace is not None
-    mesh.workspace.config.write("telemetry.yaml", METRICS)
-    try:
-        wait_for(
-            lambda: _requests_total(mesh, "productpage-v1") or _send(mesh),
-            "istio_requests_total on productpage",
-            timeout=60,
-        )
-        before = {
-            pod: _requests_total(mesh, pod)
-            for pod in ("productpage-v1", "reviews-v1", "reviews-v2")
-        }
-        for _ in range(5):
-            status, line = mesh.get("client", "http://productpage:9080/productpage")
-            assert status == 200, line
-        after = {
-            pod: _requests_total(mesh, pod)
-            for pod in ("productpage-v1", "reviews-v1", "reviews-v2")
-        }
-    finally:
-        mesh.workspace.config.remove("telemetry.yaml")
+    response code; 5 requests each. Then one TCP exchange client -> tcp-echo: its
+    connection opened and closed, bytes counted."""
+    pods = ("productpage-v1", "reviews-v1", "reviews-v2")
     source = {
         "reporter": "source",
         "source_workload": "productpage-v1",
@@ -249,10 +234,65 @@ def test_both_reporters_count_requests_with_istios_labels(mesh: DemoMesh) -> Non
         "connection_security_policy": "mutual_tls",
         "response_code": "200",
     }
-    assert _delta(before["productpage-v1"], after["productpage-v1"], source) == 5
-    reviews = sum(_delta(before[p], after[p], dest) for p in ("reviews-v1", "reviews-v2"))
-    assert reviews == 5
+
+    def counted(since: dict[str, Series]) -> tuple[int, int]:
+        """(productpage as source, reviews as destination) since `since`."""
+        now = {pod: _requests_total(mesh, pod) for pod in pods}
+        reviews = sum(_delta(since[p], now[p], dest) for p in pods[1:])
+        return _delta(since[pods[0]], now[pods[0]], source), reviews
+
+    assert mesh.workspace is not None
+    mesh.workspace.config.write("telemetry.yaml", METRICS)
+    try:
+        # Requests until both reporters have counted one (the config has arrived).
+        none: dict[str, Series] = {pod: [] for pod in pods}
+        wait_for(lambda: min(counted(none)) >= 1 or _send(mesh), "metrics on", timeout=60)
+        before = {pod: _requests_total(mesh, pod) for pod in pods}
+        for _ in range(5):
+            status, line = mesh.get("client", "http://productpage:9080/productpage")
+            assert status == 200, line
+        # A request is counted when its stream ends, just after the answer: wait for it.
+        wait_for(lambda: min(counted(before)) >= 5, "5 requests counted by both reporters")
+        assert counted(before) == (5, 5)
+        tcp_before = _tcp_series(mesh)
+        reply = mesh.client("client", "tcp", "tcp-echo", str(mesh.topology.ports.tcp), "hi")
+        assert reply.get("line") == "tcp-echo v1 pod=tcp-echo-v1: hi", reply
+        tcp_after = wait_for(lambda: _tcp_closed(mesh, tcp_before), "TCP close counted")
+    finally:
+        mesh.workspace.config.remove("telemetry.yaml")
+    # TCP, destination reporter: one connection opened and closed, bytes both ways. (Its
+    # source_principal, %DOWNSTREAM_PEER_URI_SAN% on the tcp_proxy, comes out empty here.)
+    tcp = {
+        "reporter": "destination",
+        "destination_workload": "tcp-echo-v1",
+        "destination_service": "tcp-echo.default.svc.cluster.local",
+        "connection_security_policy": "mutual_tls",
+        "request_protocol": "tcp",
+    }
+    for metric in ("tcp_connections_opened_total", "tcp_connections_closed_total"):
+        assert _delta(tcp_before[metric], tcp_after[metric], tcp) == 1, str(tcp_after[metric])
+    for metric in ("tcp_sent_bytes_total", "tcp_received_bytes_total"):
+        assert _delta(tcp_before[metric], tcp_after[metric], tcp) > 0, metric
     assert_no_nacks(mesh)
+
+
+_TCP = (
+    "tcp_connections_opened_total",
+    "tcp_connections_closed_total",
+    "tcp_sent_bytes_total",
+    "tcp_received_bytes_total",
+)
+
+
+def _tcp_series(mesh: DemoMesh) -> dict[str, Series]:
+    return {metric: _requests_total(mesh, "tcp-echo-v1", metric) for metric in _TCP}
+
+
+def _tcp_closed(mesh: DemoMesh, before: dict[str, Series]) -> dict[str, Series] | None:
+    after = _tcp_series(mesh)
+    closed = "tcp_connections_closed_total"
+    wanted = {"reporter": "destination"}
+    return after if _delta(before[closed], after[closed], wanted) >= 1 else None
 
 
 def _send(mesh: DemoMesh) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from envoy.config.core.v3 import base_pb2
 from envoy.config.listener.v3 import listener_components_pb2 as lc_pb2
@@ -28,7 +27,13 @@ from meshpilot.model.proxy import Proxy, ProxyType
 from meshpilot.model.push_context import PushContext
 from meshpilot.registry.model import Service
 from meshpilot.xds.generate.telemetry.access_log import AccessLogs, access_logs
-from meshpilot.xds.generate.telemetry.metrics import metrics_filters, metrics_logger, workload_of
+from meshpilot.xds.generate.telemetry.metrics import (
+    Workload,
+    metrics_filters,
+    metrics_logger,
+    workload_of,
+)
+from meshpilot.xds.generate.telemetry.metrics_tcp import add_tcp_metrics
 from meshpilot.xds.generate.telemetry.tracing import HcmTracing, hcm_tracing
 from meshpilot.xds.names import BLACKHOLE_CLUSTER, VIRTUAL_INBOUND_BLACKHOLE
 from meshpilot.xds.protos import Filters, boolean, pack
@@ -70,12 +75,22 @@ class _Metrics:
     proxy: Proxy
     services: Mapping[int, Service]  # inbound: the service each workload port serves
 
-    def logger(self, mode: Mode, port: int, security: str, choice: MetricsChoice) -> Any:
-        service = self.services.get(port) if mode is Mode.SERVER else None
-        own = workload_of(self.proxy, service)
+    def own(self, mode: Mode, port: int) -> Workload:
+        """This proxy's facts; a server's include the service its port serves."""
+        return workload_of(self.proxy, self.services.get(port) if mode is Mode.SERVER else None)
+
+    @property
+    def principal(self) -> str:
         td = self.push.mesh.trust_domain
-        principal = f"spiffe://{td}/ns/{self.proxy.namespace}/sa/{self.proxy.service_account}"
-        return metrics_logger(own, principal, mode, security, choice)
+        return f"spiffe://{td}/ns/{self.proxy.namespace}/sa/{self.proxy.service_account}"
+
+
+def _security(chain: lc_pb2.FilterChain, mode: Mode) -> str:
+    """connection_security_policy: inbound TLS chains are mutual TLS (the sidecar requires
+    the client certificate); a client does not know (Istio says unknown)."""
+    if mode is Mode.CLIENT:
+        return "unknown"
+    return "mutual_tls" if chain.HasField("transport_socket") else "none"
 
 
 def _services(push: PushContext, proxy: Proxy) -> dict[int, Service]:
@@ -91,16 +106,11 @@ def _with_metrics(
     """The peer exchange filters before the router, the stats logger among the loggers."""
     choice = where.telemetry.metrics
     assert choice is not None
-    mode = where.mode
-    port = chain.filter_chain_match.destination_port.value
-    if mode is Mode.CLIENT:
-        security = "unknown"
-    else:
-        security = "mutual_tls" if chain.HasField("transport_socket") else "none"
-    logger = where.metrics.logger(mode, port, security, choice)
+    mode, port = where.mode, chain.filter_chain_match.destination_port.value
+    own = where.metrics.own(mode, port)
+    logger = metrics_logger(own, where.metrics.principal, mode, _security(chain, mode), choice)
     if logger is None:
         return
-    own = workload_of(where.metrics.proxy, where.metrics.services.get(port))
     filters = list(config.http_filters)
     del config.http_filters[:]
     config.http_filters.extend([*filters[:-1], *metrics_filters(own, mode), *filters[-1:]])
@@ -138,13 +148,24 @@ def _chain(chain: lc_pb2.FilterChain, where: _Where) -> None:
             item.typed_config.Unpack(hcm)
             _hcm(hcm, chain, where)
             item.typed_config.CopyFrom(pack(hcm))
-        elif item.name == Filters.TCP_PROXY and telemetry.logs.filters:
+        elif item.name == Filters.TCP_PROXY and (telemetry.logs.filters or telemetry.metrics):
             tcp = tcp_proxy_pb2.TcpProxy()
             item.typed_config.Unpack(tcp)
             if tcp.cluster == BLACKHOLE_CLUSTER:
                 continue
             tcp.access_log.extend(telemetry.logs.filters)
+            if telemetry.metrics is not None:
+                _tcp_metrics(tcp, chain, where, telemetry.metrics)
             item.typed_config.CopyFrom(pack(tcp))
+
+
+def _tcp_metrics(
+    tcp: tcp_proxy_pb2.TcpProxy, chain: lc_pb2.FilterChain, where: _Where, choice: MetricsChoice
+) -> None:
+    mode, port = where.mode, chain.filter_chain_match.destination_port.value
+    own, principal = where.metrics.own(mode, port), where.metrics.principal
+    suffix = where.metrics.push.domain_suffix
+    add_tcp_metrics(tcp, own, principal, mode, _security(chain, mode), choice, suffix)
 
 
 def _decorated(listener: listener_pb2.Listener, where: _Where) -> listener_pb2.Listener:

@@ -13,7 +13,7 @@ them. Principals come from the verified peer certificate, not from headers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from envoy.config.accesslog.v3 import accesslog_pb2
@@ -33,7 +33,19 @@ from meshpilot.model.proxy import Proxy
 from meshpilot.registry.model import Service
 from meshpilot.xds.protos import pack
 
-__all__ = ["PEER_FIELDS", "Workload", "metrics_filters", "metrics_logger", "workload_of"]
+__all__ = [
+    "PEER_FIELDS",
+    "STATS_LOGGER",
+    "STAT_PREFIX",
+    "UNKNOWN",
+    "Workload",
+    "labels_for",
+    "make_stat",
+    "metrics_filters",
+    "metrics_logger",
+    "overridden",
+    "workload_of",
+]
 
 STATS_LOGGER = "envoy.access_loggers.stats"
 HEADER_TO_METADATA = "envoy.filters.http.header_to_metadata"
@@ -155,43 +167,54 @@ def metrics_filters(own: Workload, mode: Mode) -> list[hcm_pb2.HttpFilter]:
     return [_headers_to_metadata(request=not client), _add_own(own, request=client)]
 
 
-def _labels(own: Workload, principal: str, mode: Mode, security: str) -> dict[str, str]:
-    source = {f: own.field(f) for f in PEER_FIELDS} if mode is Mode.CLIENT else None
-    dest = {f: own.field(f) for f in PEER_FIELDS} if mode is Mode.SERVER else None
+def labels_for(
+    own: Workload,
+    principal: str,
+    mode: Mode,
+    security: str,
+    peer: Callable[[str], str] = _peer,
+    protocol: str = "http",
+) -> dict[str, str]:
+    """Istio's labels: `own` facts on our side, `peer(field)` on the other (HTTP: the
+    exchanged headers' dynamic metadata)."""
 
-    def side(facts: Mapping[str, str] | None, name: str) -> str:
-        return facts[name] if facts is not None else _peer(name)
+    def side(is_own: bool, name: str) -> str:
+        return own.field(name) if is_own else peer(name)
 
-    return {
-        "reporter": "source" if mode is Mode.CLIENT else "destination",
-        "source_workload": side(source, "workload"),
-        "source_canonical_service": side(source, "canonical-service"),
-        "source_canonical_revision": side(source, "canonical-revision"),
-        "source_workload_namespace": side(source, "namespace"),
-        "source_principal": "%DOWNSTREAM_PEER_URI_SAN%" if mode is Mode.SERVER else principal,
-        "source_app": side(source, "app"),
-        "source_version": side(source, "version"),
+    client = mode is Mode.CLIENT
+    out = {
+        "reporter": "source" if client else "destination",
+        "source_workload": side(client, "workload"),
+        "source_canonical_service": side(client, "canonical-service"),
+        "source_canonical_revision": side(client, "canonical-revision"),
+        "source_workload_namespace": side(client, "namespace"),
+        "source_principal": principal if client else "%DOWNSTREAM_PEER_URI_SAN%",
+        "source_app": side(client, "app"),
+        "source_version": side(client, "version"),
         "source_cluster": CLUSTER_ID,
-        "destination_workload": side(dest, "workload"),
-        "destination_workload_namespace": side(dest, "namespace"),
-        "destination_principal": "%UPSTREAM_PEER_URI_SAN%" if mode is Mode.CLIENT else principal,
-        "destination_app": side(dest, "app"),
-        "destination_version": side(dest, "version"),
-        "destination_service": side(dest, "service"),
-        "destination_service_name": side(dest, "service-name"),
-        "destination_service_namespace": side(dest, "service-namespace"),
-        "destination_canonical_service": side(dest, "canonical-service"),
-        "destination_canonical_revision": side(dest, "canonical-revision"),
+        "destination_workload": side(not client, "workload"),
+        "destination_workload_namespace": side(not client, "namespace"),
+        "destination_principal": "%UPSTREAM_PEER_URI_SAN%" if client else principal,
+        "destination_app": side(not client, "app"),
+        "destination_version": side(not client, "version"),
+        "destination_service": side(not client, "service"),
+        "destination_service_name": side(not client, "service-name"),
+        "destination_service_namespace": side(not client, "service-namespace"),
+        "destination_canonical_service": side(not client, "canonical-service"),
+        "destination_canonical_revision": side(not client, "canonical-revision"),
         "destination_cluster": CLUSTER_ID,
-        "request_protocol": "http",
+        "request_protocol": protocol,
         "response_code": "%RESPONSE_CODE%",
         "grpc_response_status": "%GRPC_STATUS_NUMBER%",
         "response_flags": "%RESPONSE_FLAGS%",
         "connection_security_policy": security,
     }
+    if protocol == "tcp":
+        del out["response_code"], out["grpc_response_status"]
+    return out
 
 
-def _overridden(
+def overridden(
     labels: dict[str, str], metric: str, overrides: tuple[MetricsOverrides, ...]
 ) -> dict[str, str] | None:
     """Telemetry overrides for one metric: None when disabled; tags removed or set (an
@@ -213,21 +236,25 @@ def _overridden(
     return out
 
 
+def make_stat(name: str, labels: dict[str, str]) -> stats_pb2.Config.Stat:
+    return _Config.Stat(
+        name=name, tags=[_Config.Tag(name=k, value_format=v) for k, v in labels.items()]
+    )
+
+
 def metrics_logger(
     own: Workload, principal: str, mode: Mode, security: str, choice: MetricsChoice
 ) -> accesslog_pb2.AccessLog | None:
     """The stats logger of one HCM; None when the overrides disable every metric.
     `security` is the connection_security_policy of the chain (mutual_tls, none; the
     source reporter says unknown, as Istio's)."""
-    base = _labels(own, principal, mode, security)
+    base = labels_for(own, principal, mode, security)
     config = _Config(stat_prefix=STAT_PREFIX)
     for metric, name in METRICS.items():
-        labels = _overridden(base, metric, choice.overrides)
+        labels = overridden(base, metric, choice.overrides)
         if labels is None:
             continue
-        stat = _Config.Stat(
-            name=name, tags=[_Config.Tag(name=k, value_format=v) for k, v in labels.items()]
-        )
+        stat = make_stat(name, labels)
         if metric == "REQUEST_COUNT":
             config.counters.append(
                 _Config.Counter(stat=stat, value_fixed=wrappers_pb2.UInt64Value(value=1))
