@@ -17,6 +17,7 @@ from meshpilot.analysis.peer_authentications import check_peer_authentications
 from meshpilot.analysis.port_names import check_port_names
 from meshpilot.analysis.security_policies import check_security_policies
 from meshpilot.analysis.sidecars import check_sidecars
+from meshpilot.analysis.telemetry_providers import check_telemetry_providers
 from meshpilot.analysis.virtual_service_destinations import (
     check_destination_hosts,
     check_destination_subsets,
@@ -41,6 +42,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_peer_authentications,
     check_security_policies,
     check_fail_closed,
+    check_telemetry_providers,
 )
 
 
