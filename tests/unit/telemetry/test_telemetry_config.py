@@ -139,4 +139,3 @@ def test_enable_tracing_alone_reports_to_istios_default_zipkin(tmp_path: Path) -
                     hcm.tracing.provider.typed_config.Unpack(zipkin)
                     tracers.add((hcm.tracing.random_sampling.value, zipkin.collector_cluster))
     assert tracers == {(1.0, "outbound|9411||zipkin.istio-system.svc.cluster.local")}
-
