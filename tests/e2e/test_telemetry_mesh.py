@@ -260,8 +260,9 @@ def test_both_reporters_count_requests_with_istios_labels(mesh: DemoMesh) -> Non
         tcp_after = wait_for(lambda: _tcp_closed(mesh, tcp_before), "TCP close counted")
     finally:
         mesh.workspace.config.remove("telemetry.yaml")
-    # TCP, destination reporter: one connection opened and closed, bytes both ways. (Its
-    # source_principal, %DOWNSTREAM_PEER_URI_SAN% on the tcp_proxy, comes out empty here.)
+    # TCP, destination reporter: one connection opened and closed, bytes both ways; the
+    # client's principal is known once the connection ends (at upstream connect, the
+    # downstream TLS handshake may not have finished: Envoy leaves the SAN empty then).
     tcp = {
         "reporter": "destination",
         "destination_workload": "tcp-echo-v1",
@@ -269,10 +270,17 @@ def test_both_reporters_count_requests_with_istios_labels(mesh: DemoMesh) -> Non
         "connection_security_policy": "mutual_tls",
         "request_protocol": "tcp",
     }
-    for metric in ("tcp_connections_opened_total", "tcp_connections_closed_total"):
-        assert _delta(tcp_before[metric], tcp_after[metric], tcp) == 1, str(tcp_after[metric])
-    for metric in ("tcp_sent_bytes_total", "tcp_received_bytes_total"):
-        assert _delta(tcp_before[metric], tcp_after[metric], tcp) > 0, metric
+    principal = {"source_principal": "spiffe://cluster.local/ns/default/sa/client"}
+    opened = "tcp_connections_opened_total"
+    assert _delta(tcp_before[opened], tcp_after[opened], tcp) == 1, str(tcp_after[opened])
+    for metric in (
+        "tcp_connections_closed_total",
+        "tcp_sent_bytes_total",
+        "tcp_received_bytes_total",
+    ):
+        assert _delta(tcp_before[metric], tcp_after[metric], tcp | principal) > 0, str(
+            tcp_after[metric]
+        )
     assert_no_nacks(mesh)
 
 
