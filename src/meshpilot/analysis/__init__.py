@@ -27,6 +27,7 @@ from meshpilot.analysis.security_policies import check_security_policies
 from meshpilot.analysis.service_entries import check_service_entries
 from meshpilot.analysis.sidecar_conflicts import check_sidecar_conflicts
 from meshpilot.analysis.sidecars import check_sidecars
+from meshpilot.analysis.telemetry_providers import check_telemetry_providers
 from meshpilot.analysis.virtual_service_destinations import (
     check_destination_hosts,
     check_destination_subsets,
@@ -60,6 +61,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_gateway_conflicts,
     check_gateway_ports,
     check_envoy_filters,
+    check_telemetry_providers,
 )
 
 

@@ -79,6 +79,7 @@ MESSAGES: dict[str, MessageType] = {
         MessageType("MP0010", "KindNotAppliedYet", W),
         MessageType("MP0011", "EnvoyFilterPatchSkipped", W),
         MessageType("MP0012", "ExtAuthzProviderUnusable", E),
+        MessageType("MP0013", "TelemetryProviderUnusable", W),
     )
 }
 

@@ -42,9 +42,6 @@ Path = tuple[str | int, ...]
 # (model, Python field name): the field is parsed and validated, and nothing uses it yet.
 UNSUPPORTED_FIELDS: frozenset[tuple[type[ApiModel], str]] = frozenset(
     {
-        (MeshConfig, "access_log_file"),
-        (MeshConfig, "access_log_encoding"),
-        (MeshConfig, "enable_tracing"),
         (MeshConfig, "enable_prometheus_merge"),
         (MeshConfig, "ingress_class"),
         (MeshConfig, "ingress_controller_mode"),
@@ -59,7 +56,6 @@ UNSUPPORTED_FIELDS: frozenset[tuple[type[ApiModel], str]] = frozenset(
         (ProxyConfig, "hold_application_until_proxy_starts"),
         (ProxyConfig, "proxy_metadata"),
         (ProxyConfig, "interception_mode"),
-        (ProxyConfig, "tracing"),
         (AuthorizationPolicySpec, "target_ref"),
         (AuthorizationPolicySpec, "target_refs"),
         (RequestAuthenticationSpec, "target_ref"),

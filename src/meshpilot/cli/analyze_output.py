@@ -53,11 +53,9 @@ def _origin(diag: Diagnostic) -> str:
     cluster-scoped); "" for a finding about no object."""
     if not diag.kind:
         return ""
-    return (
-        f"{diag.kind} {diag.namespace}/{diag.name}"
-        if diag.namespace
-        else f"{diag.kind} {diag.name}"
-    )
+    if diag.namespace:
+        return f"{diag.kind} {diag.namespace}/{diag.name}"
+    return f"{diag.kind} {diag.name}" if diag.name else diag.kind
 
 
 def _reference(diag: Diagnostic) -> str:

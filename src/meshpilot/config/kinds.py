@@ -87,7 +87,7 @@ ISTIO_API_GROUPS = frozenset(
 )
 # Kinds validated as istiod does but not applied yet: each object of them gets a warning.
 NOT_APPLIED_KINDS: frozenset[Kind] = frozenset(
-    {Kind.TELEMETRY, Kind.WASM_PLUGIN, Kind.PROXY_CONFIG, Kind.WORKLOAD_GROUP}
+    {Kind.WASM_PLUGIN, Kind.PROXY_CONFIG, Kind.WORKLOAD_GROUP}
 )
 
 CLUSTER_SCOPED: frozenset[Kind] = frozenset({Kind.NAMESPACE, Kind.MESH_CONFIG})

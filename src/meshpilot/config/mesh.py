@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -10,6 +10,7 @@ from meshpilot.config.base import ApiModel
 from meshpilot.config.duration import Duration
 from meshpilot.config.istio.virtual_service import HTTPRetry
 from meshpilot.config.mesh_providers import ExtensionProvider
+from meshpilot.config.mesh_telemetry import DefaultProviders, MeshTracing
 
 __all__ = ["MeshConfig", "ProxyConfig"]
 
@@ -35,7 +36,7 @@ class ProxyConfig(ApiModel):
     hold_application_until_proxy_starts: bool = False
     proxy_metadata: dict[str, str] = Field(default_factory=dict)
     interception_mode: str = "REDIRECT"
-    tracing: dict[str, Any] | None = None
+    tracing: MeshTracing | None = None
 
 
 class MeshConfig(ApiModel):
@@ -53,7 +54,11 @@ class MeshConfig(ApiModel):
     connect_timeout: Duration = 10_000_000_000
     protocol_detection_timeout: Duration = 0
     access_log_file: str = ""
-    access_log_encoding: str = "TEXT"
+    access_log_encoding: Literal["TEXT", "JSON"] = "TEXT"
+    access_log_format: str = ""
+    # Tracers and access loggers (telemetry), authorizers of CUSTOM AuthorizationPolicies.
+    extension_providers: list[ExtensionProvider] = Field(default_factory=list)
+    default_providers: DefaultProviders = DefaultProviders()
     enable_tracing: bool = False
     ingress_class: str = "istio"
     ingress_service: str = "istio-ingressgateway"
@@ -69,5 +74,3 @@ class MeshConfig(ApiModel):
     service_settings: list[dict[str, Any]] = Field(default_factory=list)
     # Replaces Istio's built-in retry policy for routes whose VirtualService sets none.
     default_http_retry_policy: HTTPRetry | None = None
-    # CUSTOM AuthorizationPolicies name one of these in `provider.name`.
-    extension_providers: list[ExtensionProvider] = Field(default_factory=list)

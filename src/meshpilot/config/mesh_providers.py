@@ -1,13 +1,15 @@
 """`meshConfig.extensionProviders`: the external authorizers that AuthorizationPolicies with
-action CUSTOM name in `provider.name` (envoyExtAuthzHttp, envoyExtAuthzGrpc). Providers of
-other kinds (tracing, access logs) are kept as written for the modules that read them."""
+action CUSTOM name in `provider.name` (envoyExtAuthzHttp, envoyExtAuthzGrpc), and the tracers
+and access loggers Telemetry names (mesh_telemetry.py). Provider kinds meshpilot does not
+build (skywalking, ...) are kept as written and ignored."""
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from meshpilot.config.base import ApiModel
 from meshpilot.config.duration import Duration
+from meshpilot.config.mesh_telemetry import FileAccessLogProvider, TracingProvider
 
 __all__ = ["BodyInCheck", "ExtAuthzGrpc", "ExtAuthzHttp", "ExtensionProvider"]
 
@@ -45,9 +47,29 @@ class ExtAuthzGrpc(ApiModel):
     include_request_body_in_check: BodyInCheck | None = None
 
 
+_KINDS = (
+    "envoy_ext_authz_http",
+    "envoy_ext_authz_grpc",
+    "zipkin",
+    "datadog",
+    "opentelemetry",
+    "envoy_file_access_log",
+)
+
+
 class ExtensionProvider(ApiModel):
     model_config = ConfigDict(**{**ApiModel.model_config, "extra": "allow"})
 
     name: str = ""
     envoy_ext_authz_http: ExtAuthzHttp | None = None
     envoy_ext_authz_grpc: ExtAuthzGrpc | None = None
+    zipkin: TracingProvider | None = None
+    datadog: TracingProvider | None = None
+    opentelemetry: TracingProvider | None = None
+    envoy_file_access_log: FileAccessLogProvider | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ExtensionProvider:
+        if sum(getattr(self, k) is not None for k in _KINDS) > 1:
+            raise ValueError(f"extension provider {self.name!r} must set one provider kind")
+        return self

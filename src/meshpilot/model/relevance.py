@@ -53,39 +53,48 @@ UNREAD_KINDS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT})
 # Kinds validated but not applied yet are read by no generator either; unlike GitOps
 # bookkeeping the store keeps them, so that discovery warns about each of them.
 _NEVER = UNREAD_KINDS | NOT_APPLIED_KINDS
+# Telemetry (access logs, tracing) lives in the HCMs and tcp_proxies of listeners only.
+_LDS_ONLY = frozenset({Kind.TELEMETRY})
 # What the routing of a sidecar can never see: gateways and their certificates.
 _NOT_SIDECAR_ROUTING = _NEVER | {Kind.GATEWAY, Kind.SECRET}
 # SDS serves the secrets a proxy subscribed to by name: only Secrets change them.
-_NOT_SECRETS = _NEVER | {
-    Kind.ENVOY_FILTER,
-    Kind.VIRTUAL_SERVICE,
-    Kind.DESTINATION_RULE,
-    Kind.SIDECAR,
-    Kind.GATEWAY,
-    Kind.SERVICE,
-    Kind.SERVICE_ENTRY,
-    Kind.ENDPOINTS,
-    Kind.ENDPOINT_SLICE,
-    Kind.WORKLOAD_ENTRY,
-}
+_NOT_SECRETS = (
+    _NEVER
+    | _LDS_ONLY
+    | {
+        Kind.ENVOY_FILTER,
+        Kind.VIRTUAL_SERVICE,
+        Kind.DESTINATION_RULE,
+        Kind.SIDECAR,
+        Kind.GATEWAY,
+        Kind.SERVICE,
+        Kind.SERVICE_ENTRY,
+        Kind.ENDPOINTS,
+        Kind.ENDPOINT_SLICE,
+        Kind.WORKLOAD_ENTRY,
+    }
+)
 
 _UNAFFECTED: Mapping[tuple[ProxyType, str], frozenset[Kind]] = {
     # Clusters come from services, DestinationRules and the scope; routes never change them.
-    (ProxyType.SIDECAR, CDS): _NOT_SIDECAR_ROUTING | {Kind.VIRTUAL_SERVICE},
+    (ProxyType.SIDECAR, CDS): _NOT_SIDECAR_ROUTING | _LDS_ONLY | {Kind.VIRTUAL_SERVICE},
     # EnvoyFilter patches listeners, routes and clusters, never assignments (xds/patch/).
-    (ProxyType.SIDECAR, EDS): _NOT_SIDECAR_ROUTING | {Kind.VIRTUAL_SERVICE, Kind.ENVOY_FILTER},
+    (ProxyType.SIDECAR, EDS): _NOT_SIDECAR_ROUTING
+    | _LDS_ONLY
+    | {Kind.VIRTUAL_SERVICE, Kind.ENVOY_FILTER},
     # VirtualServices reach sidecar listeners only through tcp/tls routes: see _l4_only.
     (ProxyType.SIDECAR, LDS): _NOT_SIDECAR_ROUTING,
-    (ProxyType.SIDECAR, RDS): _NOT_SIDECAR_ROUTING,
+    (ProxyType.SIDECAR, RDS): _NOT_SIDECAR_ROUTING | _LDS_ONLY,
     (ProxyType.SIDECAR, SDS): _NOT_SECRETS,
     # Gateways: the merged Gateway decides clusters too (AUTO_PASSTHROUGH), and LDS names
     # the secrets it needs; only the VirtualService kind never changes their clusters.
     # Sidecar resources never apply to gateways.
-    (ProxyType.ROUTER, CDS): _NEVER | {Kind.VIRTUAL_SERVICE, Kind.SECRET, Kind.SIDECAR},
+    (ProxyType.ROUTER, CDS): _NEVER | _LDS_ONLY | {Kind.VIRTUAL_SERVICE, Kind.SECRET, Kind.SIDECAR},
     (ProxyType.ROUTER, EDS): _NEVER
+    | _LDS_ONLY
     | {Kind.VIRTUAL_SERVICE, Kind.SECRET, Kind.SIDECAR, Kind.ENVOY_FILTER},
     (ProxyType.ROUTER, LDS): _NEVER | {Kind.SIDECAR},
-    (ProxyType.ROUTER, RDS): _NEVER | {Kind.SECRET, Kind.SIDECAR},
+    (ProxyType.ROUTER, RDS): _NEVER | _LDS_ONLY | {Kind.SECRET, Kind.SIDECAR},
     (ProxyType.ROUTER, SDS): _NOT_SECRETS,
 }
 

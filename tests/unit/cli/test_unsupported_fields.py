@@ -42,19 +42,13 @@ spec:
 """
 NOT_SUPPORTED = "not supported yet: meshpilot parses this field and ignores it"
 EXPECTED = [
-    "{f}:8: warning: ConfigMap istio-system/istio: data.mesh.accessLogFile: ",
-    "{f}:9: warning: ConfigMap istio-system/istio: data.mesh.enableTracing: ",
     "{f}:12: warning: ConfigMap istio-system/istio: "
     "data.mesh.defaultConfig.holdApplicationUntilProxyStarts: ",
-    "{f}:13: warning: ConfigMap istio-system/istio: data.mesh.defaultConfig.tracing: ",
     "{f}:22: warning: Service default/legacy: spec.publishNotReadyAddresses: ",
 ]
 ANALYZED = [  # the same, as `analyze` prints them
-    "Warning [MP0003] (ConfigMap istio-system/istio {f}:8) data.mesh.accessLogFile: ",
-    "Warning [MP0003] (ConfigMap istio-system/istio {f}:9) data.mesh.enableTracing: ",
     "Warning [MP0003] (ConfigMap istio-system/istio {f}:12) "
     "data.mesh.defaultConfig.holdApplicationUntilProxyStarts: ",
-    "Warning [MP0003] (ConfigMap istio-system/istio {f}:13) data.mesh.defaultConfig.tracing: ",
     "Warning [MP0003] (Service default/legacy {f}:22) spec.publishNotReadyAddresses: ",
 ]
 
@@ -77,9 +71,10 @@ def test_analyze_warns_once_per_unsupported_field(tmp_path: Path) -> None:
     path.write_text(MESH)
     result = CliRunner().invoke(cli, ["analyze", "-f", BOOKINFO, "-f", str(path)])
     assert result.exit_code == 0, result.output  # warnings only
-    # enablePrometheusMerge: true is the default (nothing lost); gatewayTopology is read.
+    # enablePrometheusMerge: true is the default (nothing lost); gatewayTopology is read;
+    # accessLogFile, enableTracing and defaultConfig.tracing are applied (telemetry).
     assert findings(result.stdout) == analyzed(path)
-    assert ": 0 errors, 6 warnings, 0 info\n" in result.stderr
+    assert ": 0 errors, 3 warnings, 0 info\n" in result.stderr
 
 
 def test_discovery_logs_the_same_warnings(tmp_path: Path) -> None:
@@ -128,5 +123,5 @@ def test_mesh_in_the_live_store_points_at_its_mesh_key(tmp_path: Path) -> None:
     )
     assert (
         f"Warning [MP0003] (ConfigMap istio-system/istio {stored}:{mesh_line}) "
-        f"data.mesh.accessLogFile: {NOT_SUPPORTED}"
+        f"data.mesh.defaultConfig.holdApplicationUntilProxyStarts: {NOT_SUPPORTED}"
     ) in result.stdout.splitlines()

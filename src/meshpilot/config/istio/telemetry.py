@@ -1,4 +1,5 @@
-"""Telemetry: metrics, tracing and access logging per workload (validated, not applied yet)."""
+"""Telemetry: metrics, tracing and access logging per workload (applied by
+model/indexes/telemetry.py and xds/generate/telemetry/; TCP metrics are not built yet)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from meshpilot.xds.generate.gateway.chain import ChainSpec, GatewayBuild
 from meshpilot.xds.generate.gateway.servers import chains_for_port
 from meshpilot.xds.generate.gateway.tls import downstream_tls_socket
 from meshpilot.xds.generate.security.apply import secure_gateway_listeners
+from meshpilot.xds.generate.telemetry import apply_telemetry
 from meshpilot.xds.names import listener_name
 from meshpilot.xds.protos import Filters, duration, pack, u32
 
@@ -114,4 +115,5 @@ def generate_gateway_listeners(
         for name, p in pending.items()
         if p.chains and (names is None or name in names)
     ]
-    return secure_gateway_listeners(push, proxy, listeners)  # jwt_authn and RBAC
+    secured = secure_gateway_listeners(push, proxy, listeners)  # jwt_authn and RBAC
+    return apply_telemetry(push, proxy, secured)

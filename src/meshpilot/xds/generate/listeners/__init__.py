@@ -26,6 +26,7 @@ from meshpilot.xds.generate.listeners.sidecar_ingress import (
     ingress_listeners,
 )
 from meshpilot.xds.generate.listeners.virtual import virtual_inbound
+from meshpilot.xds.generate.telemetry import apply_telemetry
 
 __all__ = ["generate_sidecar_listeners"]
 
@@ -45,4 +46,5 @@ def generate_sidecar_listeners(
     listeners.extend(ingress_listeners(ctx))
     if names:
         listeners = [lst for lst in listeners if lst.name in names]
-    return sorted(listeners, key=lambda lst: lst.name)
+    # Access logs and tracing depend on the workload, not its class: added after the cache.
+    return apply_telemetry(push, proxy, sorted(listeners, key=lambda lst: lst.name))
