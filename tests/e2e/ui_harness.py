@@ -80,7 +80,7 @@ def gitops_serve(tmp: Path, extra: tuple[str, ...] = ()) -> Iterator[Served]:
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        found = re.search(r"UI (http://127\.0\.0\.1:\d+)/", line)
+        found = re.search(r"API (http://127\.0\.0\.1:\d+)", line)
         assert found, line
         yield Served(found.group(1), store, repo)
     finally:

@@ -10,6 +10,7 @@ with htmx and a few lines of script, every asset in the package (no CDN, no buil
     POST /applications/{ns}/{name}/sync     {dry_run, prune, resource...} -> the app page
     POST /applications/{ns}/{name}/rollback {id}
     GET  /mesh, /mesh/proxies/{id}          with `--discovery`: proxy-status, proxy-config
+    GET  /mesh/explain?from&url&method&headers&gateway   a request's path (meshpilot explain)
     GET  /static/{file}
 
 Every page but the login form and /static needs a valid session: without one a GET is sent
@@ -62,7 +63,7 @@ class Ui:
     ) -> None:
         self.auth = auth
         self.apps = AppPages(api, Operations(api))
-        self.mesh = MeshPages(discovery)
+        self.mesh = MeshPages(discovery, api.store)
 
     @staticmethod
     def owns(path: str) -> bool:

@@ -9,7 +9,9 @@ import asyncio
 from dataclasses import dataclass
 
 from meshpilot import http1
+from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
+from meshpilot.gitops.model import Application
 from meshpilot.http1 import HttpError
 from meshpilot.proxyinfo.clusters import ClusterFilter, cluster_table
 from meshpilot.proxyinfo.endpoints import EndpointFilter, endpoint_table
@@ -19,6 +21,8 @@ from meshpilot.proxyinfo.secrets import secret_table
 from meshpilot.proxyinfo.source import from_control_plane
 from meshpilot.proxyinfo.status import ProxySync, find_proxy, read_syncz, sync_table
 from meshpilot.proxyinfo.table import Table
+from meshpilot.store.writes import LiveStore
+from meshpilot.ui.explain_page import ExplainForm, explain_view
 from meshpilot.ui.templates import render
 from meshpilot.ui.visit import Visit
 from meshpilot.ui.web import html
@@ -37,8 +41,9 @@ class Section:
 
 
 class MeshPages:
-    def __init__(self, discovery: str | None) -> None:
+    def __init__(self, discovery: str | None, store: LiveStore) -> None:
         self.discovery = discovery
+        self.store = store
 
     async def dispatch(self, visit: Visit, parts: list[str]) -> http1.Response:
         if visit.request.method != "GET":
@@ -56,6 +61,8 @@ class MeshPages:
                 return await self.proxies(visit)
             if len(parts) == 2 and parts[0] == "proxies":
                 return await self.proxy(visit, parts[1])
+            if parts == ["explain"]:
+                return await self.explain(visit)
         except MeshpilotError as exc:  # the control plane unreachable, an unknown proxy
             return html(render("error.html", user=visit.user, message=str(exc)), 502)
         raise HttpError("no such page", 404)
@@ -87,3 +94,23 @@ class MeshPages:
             sections=sections, types=XDS_TYPES,
         )  # fmt: skip
         return html(page)
+
+    async def explain(self, visit: Visit) -> http1.Response:
+        assert self.discovery is not None
+        form = ExplainForm.of(visit.request.query)
+        apps = await asyncio.to_thread(self._apps_by_object)
+        view = await explain_view(self.discovery, form, lambda k, ns, n: apps.get((k, ns, n)))
+        return html(render("explain.html", user=visit.user, view=view))
+
+    def _apps_by_object(self) -> dict[tuple[str, str, str], str]:
+        """(kind, namespace, name) -> the page of the Application whose status lists it."""
+        out: dict[tuple[str, str, str], str] = {}
+        for obj in self.store.snapshot().of_kind(Kind.APPLICATION):
+            app = obj.model
+            if not isinstance(app, Application):
+                continue
+            for res in app.status.resources:
+                out.setdefault(
+                    (res.kind, res.namespace, res.name), f"/applications/{obj.namespace}/{obj.name}"
+                )
+        return out
