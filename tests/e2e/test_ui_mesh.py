@@ -26,6 +26,14 @@ pytestmark = pytest.mark.envoy
 # The client pod as a mesh workload (its sidecar label), so a request can be explained from it.
 CLIENT = "labels: {app: client}"
 MESH_CLIENT = "labels: {app: client, security.istio.io/tlsMode: istio}"
+# A DestinationRule for a host no service has: the analyzer's IST0174 on the mesh page.
+GHOST = """\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: ghost, namespace: default}
+spec:
+  host: ghost.default.svc.cluster.local
+"""
 
 
 @pytest.fixture
@@ -38,6 +46,7 @@ def mesh(tmp_path: Path) -> Iterator[ProxyMesh]:
     assert CLIENT in app
     write(config / "app.yaml", app.replace(CLIENT, MESH_CLIENT))
     write(config / "routing.yaml", ROUTING)
+    write(config / "ghost.yaml", GHOST)
     discovery = DiscoveryProcess([config], tmp_path)
     agents = agent_factory(tmp_path, drain=1.0)
     start_agent = next(agents)
@@ -84,6 +93,9 @@ def test_mesh_pages_show_proxy_status_and_config(
         cells = row.locator("td").all_inner_texts()
         # proxy, cluster, CDS, LDS, EDS, RDS, version: every type ACKed by the real Envoy
         assert cells[0] == PROXY and cells[2:6] == ["SYNCED"] * 4, cells
+        findings = page.locator("table.findings").inner_text()
+        assert "IST0174" in findings and "DestinationRule default/ghost" in findings, findings
+        assert "ghost.yaml:1" in findings
         shot(page, "mesh-1280-light")
 
         page.get_by_role("link", name=PROXY).click()

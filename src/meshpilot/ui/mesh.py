@@ -1,7 +1,8 @@
 """The mesh pages, read from the control plane's debug API (`--discovery ADDR`, its port
 15014) with the library `proxy-status` and `proxy-config` use: the connected proxies with
-their xDS sync state per type, and one proxy's listeners, routes, clusters, endpoints and
-certificates as the control plane generates them."""
+their xDS sync state per type and the analyzer's findings over the objects it serves, one
+proxy's listeners, routes, clusters, endpoints and certificates as the control plane
+generates them, and the request-path page (explain_page.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import asyncio
 from dataclasses import dataclass
 
 from meshpilot import http1
+from meshpilot.analysis import analyze
+from meshpilot.config.diagnostics import Diagnostic
 from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
+from meshpilot.explain.live_mesh import read_live_mesh
 from meshpilot.gitops.model import Application
 from meshpilot.http1 import HttpError
 from meshpilot.proxyinfo.clusters import ClusterFilter, cluster_table
@@ -19,7 +23,7 @@ from meshpilot.proxyinfo.listeners import ListenerFilter, listener_table
 from meshpilot.proxyinfo.routes import RouteFilter, route_table
 from meshpilot.proxyinfo.secrets import secret_table
 from meshpilot.proxyinfo.source import from_control_plane
-from meshpilot.proxyinfo.status import ProxySync, find_proxy, read_syncz, sync_table
+from meshpilot.proxyinfo.status import ProxySync, find_proxy, read_syncz
 from meshpilot.proxyinfo.table import Table
 from meshpilot.store.writes import LiveStore
 from meshpilot.ui.explain_page import ExplainForm, explain_view
@@ -70,11 +74,17 @@ class MeshPages:
     async def proxies(self, visit: Visit) -> http1.Response:
         assert self.discovery is not None
         syncs = await asyncio.to_thread(read_syncz, self.discovery)
+        findings = await asyncio.to_thread(self._findings)
         page = render(
             "mesh.html", user=visit.user, discovery=self.discovery, syncs=syncs,
-            table=sync_table(syncs), types=XDS_TYPES,
+            types=XDS_TYPES, findings=findings,
         )  # fmt: skip
         return html(page)
+
+    def _findings(self) -> list[Diagnostic]:
+        """`meshpilot analyze` over the objects the control plane serves."""
+        assert self.discovery is not None
+        return analyze(read_live_mesh(self.discovery).push)
 
     async def proxy(self, visit: Visit, proxy_id: str) -> http1.Response:
         assert self.discovery is not None
