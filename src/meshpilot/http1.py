@@ -206,15 +206,11 @@ async def serve(
 
 
 async def _send_stream(writer: asyncio.StreamWriter, chunks: AsyncIterator[bytes]) -> None:
-    """Each chunk as soon as it is produced; a client that went away ends the stream."""
-    try:
-        async for chunk in chunks:
-            writer.write(chunk)
-            await writer.drain()
-    finally:
-        close = getattr(chunks, "aclose", None)
-        if close is not None:
-            await close()
+    """Each chunk as soon as it is produced; a client that went away ends the stream (the
+    write fails: ConnectionError)."""
+    async for chunk in chunks:
+        writer.write(chunk)
+        await writer.drain()
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

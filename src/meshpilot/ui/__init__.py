@@ -62,8 +62,12 @@ class Ui:
         self, api: ApplicationApi, auth: Authenticator, discovery: str | None = None
     ) -> None:
         self.auth = auth
-        self.apps = AppPages(api, Operations(api))
+        self.operations = Operations(api)
+        self.apps = AppPages(api, self.operations)
         self.mesh = MeshPages(discovery, api.store)
+
+    async def close(self) -> None:
+        await self.operations.close()
 
     @staticmethod
     def owns(path: str) -> bool:

@@ -52,6 +52,8 @@ class Operations:
         self.api = api
         self.progress: dict[tuple[str, str], Progress] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.streams = 0  # event streams open now
+        self.closed = False  # the server stops: every stream ends
 
     # -- starting ------------------------------------------------------------------------
 
@@ -135,10 +137,25 @@ class Operations:
             stream=self._stream(key),
         )  # fmt: skip
 
+    async def close(self) -> None:
+        """End the event streams (they look every _POLL_S) before the server stops."""
+        self.closed = True
+        deadline = time.monotonic() + 2 * _POLL_S + 1
+        while self.streams and time.monotonic() < deadline:
+            await asyncio.sleep(_POLL_S / 5)
+
     async def _stream(self, key: ConfigKey) -> AsyncIterator[bytes]:
+        self.streams += 1
+        try:
+            async for chunk in self._events(key):
+                yield chunk
+        finally:
+            self.streams -= 1
+
+    async def _events(self, key: ConfigKey) -> AsyncIterator[bytes]:
         last, quiet, start = "", 0.0, time.monotonic()
         yield b"retry: 2000\n\n"
-        while time.monotonic() - start < _STREAM_S:
+        while time.monotonic() - start < _STREAM_S and not self.closed:
             manifest = await asyncio.to_thread(self.api.store.manifest, key)
             fragment = self.panel(key.namespace, key.name, manifest)
             if fragment != last:

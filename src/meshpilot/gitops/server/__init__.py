@@ -112,6 +112,8 @@ class GitopsServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
+            if self.router.ui is not None:
+                await self.router.ui.close()  # (its open event streams)
             await self._server.wait_closed()
             self._server = None
 
