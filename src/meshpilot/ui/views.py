@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from meshpilot.gitops.model import Application
+
 __all__ = ["PAGE_SIZE", "AppRow", "Filters", "KindGroup", "Page", "TreeNode", "tree"]
 
 PAGE_SIZE = 50  # rows per page of the application list (it stays quick with thousands)
@@ -54,6 +56,25 @@ class AppRow:
             sync=_str(manifest, "status", "sync", "status") or "Unknown",
             health=_str(manifest, "status", "health", "status") or "Unknown",
             operation=_str(manifest, "status", "operationState", "phase"),
+        )
+
+    @classmethod
+    def of_model(cls, namespace: str, app: Application) -> AppRow:
+        """The same row from the stored model (the list reads 1000s of them: no copies)."""
+        spec, status = app.spec, app.status
+        source = spec.source or next(iter(spec.sources), None)
+        operation = status.operation_state
+        return cls(
+            namespace=namespace,
+            name=app.metadata.name,
+            project=spec.project_name,
+            repo=source.repo_url if source else "",
+            path=(source.path or source.chart) if source else "",
+            revision=(source.target_revision or "HEAD") if source else "HEAD",
+            destination=spec.destination.namespace,
+            sync=str(status.sync.status),
+            health=str(status.health.status),
+            operation=str(operation.phase) if operation else "",
         )
 
     @property
