@@ -227,6 +227,12 @@ def test_readable_at_both_sizes_light_and_dark(
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     page = context.new_page()
     page.set_default_timeout(20_000)
+    problems: list[str] = []  # a blocked asset (CSP), a script error, a failed request
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on(
+        "response", lambda r: problems.append(f"{r.status} {r.url}") if r.status >= 400 else None
+    )
     login(page, served.url, "admin", ADMIN_PASSWORD)
     # Nothing wider than the screen but the scrolled tables.
     overflow = page.evaluate("document.documentElement.scrollWidth")
@@ -240,4 +246,5 @@ def test_readable_at_both_sizes_light_and_dark(
     dark = background == "rgb(13, 17, 23)"
     assert dark == (scheme == "dark"), background
     shot(page, f"app-{width}-{scheme}")
+    assert not problems, problems
     context.close()

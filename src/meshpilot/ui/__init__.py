@@ -54,6 +54,7 @@ _STATIC = {
     "htmx.min.js": "text/javascript; charset=utf-8",
     "ui.js": "text/javascript; charset=utf-8",
     "ui.css": "text/css; charset=utf-8",
+    "favicon.svg": "image/svg+xml",
 }
 
 

@@ -48,13 +48,13 @@ def _rows(lines: list[str]) -> list[DiffRow]:
     added: list[str] = []
 
     def flush() -> None:
-        # Pair a run of removed lines with the run of added lines after it: a changed line
-        # shows old and new on one row.
-        for i in range(max(len(removed), len(added))):
-            left = removed[i] if i < len(removed) else ""
-            right = added[i] if i < len(added) else ""
-            kind = "changed" if left and right else ("removed" if left else "added")
-            rows.append(DiffRow(left, right, kind))
+        for left, right in _pair(removed, added):
+            kind = (
+                "changed"
+                if left is not None and right is not None
+                else ("removed" if left is not None else "added")
+            )
+            rows.append(DiffRow(left or "", right or "", kind))
         removed.clear()
         added.clear()
 
@@ -75,3 +75,40 @@ def _rows(lines: list[str]) -> list[DiffRow]:
             rows.append(DiffRow(line[1:], line[1:], "same"))
     flush()
     return rows
+
+
+def _key(line: str) -> tuple[int, str]:
+    """A YAML line's indentation and key (`  weight: 80` -> (2, "weight"))."""
+    text = line.lstrip(" ")
+    return len(line) - len(text), text.split(":", 1)[0] if ":" in text else ""
+
+
+def _pair(removed: list[str], added: list[str]) -> list[tuple[str | None, str | None]]:
+    """A run of removed lines beside the run of added lines after it: a line whose key
+    (and indentation) is in both is shown as changed on one row; other lines at the same
+    position and indentation pair up too (`- reviews` / `- ratings`); the rest stand alone."""
+    partner: dict[int, int] = {}  # added index -> removed index
+    taken: set[int] = set()
+    for ri, line in enumerate(removed):
+        key = _key(line)
+        if not key[1]:
+            continue
+        for ai, other in enumerate(added):
+            if ai not in partner and _key(other) == key:
+                partner[ai] = ri
+                taken.add(ri)
+                break
+    loose_r = [ri for ri in range(len(removed)) if ri not in taken]
+    loose_a = [ai for ai in range(len(added)) if ai not in partner]
+    for ri, ai in zip(loose_r, loose_a, strict=False):
+        if _key(removed[ri])[0] == _key(added[ai])[0] and not (
+            _key(removed[ri])[1] and _key(added[ai])[1]
+        ):
+            partner[ai] = ri
+            taken.add(ri)
+    out: list[tuple[str | None, str | None]] = [
+        (removed[ri], None) for ri in range(len(removed)) if ri not in taken
+    ]
+    for ai, line in enumerate(added):
+        out.append((removed[partner[ai]] if ai in partner else None, line))
+    return out
