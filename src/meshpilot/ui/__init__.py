@@ -7,6 +7,7 @@ with htmx and a few lines of script, every asset in the package (no CDN, no buil
     GET  /applications/{ns}/{name}          tree, sync form, history, conditions, live status
     GET  /applications/{ns}/{name}/diff     the side-by-side diff (loaded by htmx)
     GET  /applications/{ns}/{name}/events   server-sent events: the live status panel
+    GET  /applications/{ns}/{name}/preview?head=BRANCH   `gitops preview` of a branch
     POST /applications/{ns}/{name}/sync     {dry_run, prune, resource...} -> the app page
     POST /applications/{ns}/{name}/rollback {id}
     GET  /mesh, /mesh/proxies/{id}          with `--discovery`: proxy-status, proxy-config

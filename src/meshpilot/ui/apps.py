@@ -15,6 +15,7 @@ from meshpilot.gitops.server.api import ApplicationApi
 from meshpilot.http1 import HttpError
 from meshpilot.ui.diffview import side_by_side
 from meshpilot.ui.operations import Operations
+from meshpilot.ui.preview_page import preview_branch
 from meshpilot.ui.templates import render
 from meshpilot.ui.views import AppRow, Filters, Page, tree
 from meshpilot.ui.visit import ApiFailed, Visit
@@ -42,6 +43,8 @@ class AppPages:
                 ns, name, what = parts
                 if what == "diff" and get:
                     return await self.diff(visit, ns, name)
+                if what == "preview" and get:
+                    return await self.preview(visit, ns, name)
                 if what == "events" and get:
                     return await self.operations.events(visit, ns, name)
                 if what == "sync" and not get:
@@ -94,6 +97,15 @@ class AppPages:
             return html(render("diff.html", diffs=[], error=str(exc)))
         diffs = side_by_side(str(answer.get("diff", "")))
         return html(render("diff.html", diffs=diffs, error=""))
+
+    async def preview(self, visit: Visit, ns: str, name: str) -> http1.Response:
+        path = f"{_API}/{ns}/{name}"
+        manifest = visit.answer(await self.api.get(visit.api_request("GET", path), [ns, name]))
+        row = AppRow.of(manifest)
+        head = (visit.request.param("head") or "").strip()
+        result = await preview_branch(self.api.controller, row, head) if head else None
+        page = render("preview.html", user=visit.user, app=row, head=head, result=result)
+        return html(page)
 
     def _owner_chains(self, resources: list[Any]) -> dict[tuple[str, str, str], list[str]]:
         """(kind, namespace, name) -> the live object's owners, nearest first."""
