@@ -26,7 +26,7 @@ import logging
 import re
 import ssl
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any, Self, TypeVar
@@ -140,9 +140,15 @@ def field_errors(exc: ValidationError, limit: int = 3) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Response:
+    """An answer. `headers`: extra ones (Location, Set-Cookie, ...). `stream`: a body sent
+    chunk by chunk as it is produced (server-sent events), ended by closing the connection;
+    `body` is then ignored."""
+
     status: int = 200
     body: bytes = b""
     content_type: str = "text/plain; charset=utf-8"
+    headers: tuple[tuple[str, str], ...] = ()
+    stream: AsyncIterator[bytes] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def text(cls, text: str, status: int = 200) -> Self:
@@ -197,8 +203,11 @@ async def serve(
             response, keep = refusal("internal error (see the server log)", 500), False
         else:
             response = await _answer(handler, request, refusal)
+        keep = keep and response.stream is None  # a stream ends when the connection does
         writer.write(_head(response, close=not keep))
-        if method != "HEAD":
+        if response.stream is not None and method != "HEAD":
+            await _send_stream(writer, response.stream)
+        elif method != "HEAD":
             writer.write(response.body)
         await writer.drain()
         if not keep:
@@ -220,6 +229,14 @@ async def serve(
     return await asyncio.start_server(
         handle, host, port, limit=MAX_HEAD, ssl=tls, ssl_handshake_timeout=_HEAD_TIMEOUT_S
     )
+
+
+async def _send_stream(writer: asyncio.StreamWriter, chunks: AsyncIterator[bytes]) -> None:
+    """Each chunk as soon as it is produced; a client that went away ends the stream (the
+    write fails: ConnectionError)."""
+    async for chunk in chunks:
+        writer.write(chunk)
+        await writer.drain()
 
 
 async def _linger(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -355,9 +372,12 @@ def _log_failure(what: str, exc: Exception) -> None:
 
 def _head(response: Response, close: bool = True) -> bytes:
     reason = HTTPStatus(response.status).phrase
-    return (
-        f"HTTP/1.1 {response.status} {reason}\r\n"
-        f"Content-Type: {response.content_type}\r\n"
-        f"Content-Length: {len(response.body)}\r\n"
-        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
-    ).encode()
+    lines = [f"HTTP/1.1 {response.status} {reason}", f"Content-Type: {response.content_type}"]
+    if response.stream is None:
+        lines.append(f"Content-Length: {len(response.body)}")
+    for name, value in response.headers:
+        if "\r" in name + value or "\n" in name + value:
+            raise ValueError(f"header {name!r}: line breaks are not allowed")
+        lines.append(f"{name}: {value}")
+    lines.append(f"Connection: {'close' if close else 'keep-alive'}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")

@@ -133,15 +133,10 @@ def _pod(inputs: Inputs, ref: str, flag: str) -> ConfigObject[Pod]:
 
 def _svg(dot_text: str) -> str:
     """Graphviz's layout of the path (Debian's `graphviz` package provides `dot`)."""
-    import shutil
-    import subprocess
+    from meshpilot.explain import ExplainError
+    from meshpilot.explain.live_mesh import svg_of
 
-    dot = shutil.which("dot")
-    if dot is None:
-        raise click.ClickException("-o svg needs Graphviz's `dot` (apt-get install graphviz)")
-    done = subprocess.run(
-        [dot, "-Tsvg"], input=dot_text, capture_output=True, text=True, timeout=30, check=False
-    )
-    if done.returncode != 0:
-        raise click.ClickException(f"dot -Tsvg failed: {done.stderr.strip()}")
-    return done.stdout
+    try:
+        return svg_of(dot_text)
+    except ExplainError as exc:
+        raise click.ClickException(str(exc).replace("the diagram", "-o svg")) from exc

@@ -8,16 +8,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import click
 
 from meshpilot.cli.common import load_inputs, print_diagnostics
-from meshpilot.config.kube.pod import Pod
-from meshpilot.config.loader import parse_mesh_config
 from meshpilot.config.objects import ConfigObject
 from meshpilot.errors import MeshpilotError
-from meshpilot.model.proxy import ProxyType
 from meshpilot.model.push_context import PushContext, build_push_context
 from meshpilot.xds.output import ProxyConfig
 
@@ -62,17 +58,7 @@ def _read_json(path: str) -> Any:
 
 
 def _live(discovery: str, timeout: float, source_dump: ProxyConfig | None) -> Inputs:
-    from meshpilot.explain.live import objects_from_configz, proxy_config_from_dump
-    from meshpilot.proxyinfo.fetch import base_url, get_json
+    from meshpilot.explain.live_mesh import read_live_mesh
 
-    base = base_url(discovery)
-    configz = get_json(base, "/debug/configz", "the control plane", timeout)
-    loaded = objects_from_configz(configz)
-    mesh, _ = parse_mesh_config(configz.get("mesh") or {})
-    push = build_push_context(loaded.served, mesh or loaded.mesh)
-
-    def config_for(pod: ConfigObject[Pod], kind: ProxyType) -> ProxyConfig:
-        target = f"/debug/config_dump?proxyID={quote(f'{pod.name}.{pod.namespace}')}&type={kind}"
-        return proxy_config_from_dump(get_json(base, target, "the control plane", timeout), base)
-
-    return Inputs(push, list(loaded.objects), config_for, source_dump)
+    mesh = read_live_mesh(discovery, timeout)
+    return Inputs(mesh.push, mesh.objects, mesh.config_for, source_dump)

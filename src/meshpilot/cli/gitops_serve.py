@@ -3,7 +3,7 @@
 
     meshpilot gitops serve [--store DIR] [--listen 127.0.0.1:8080] [--app-resync 180s]
                            [--self-heal-timeout 5s] [--notifications FILE] [--repo-cache DIR]
-                           [--state-dir DIR]
+                           [--state-dir DIR] [--discovery 127.0.0.1:15014]
 
 Reconciles every Application in the store (resync interval, push webhooks at
 /api/webhook, drift from the store's change feed), syncs automated apps, sends
@@ -15,7 +15,8 @@ secrets come from $MESHPILOT_WEBHOOK_{GITHUB_SECRET,GITLAB_SECRET,BITBUCKET_UUID
 BITBUCKETSERVER_SECRET}, else the store's `argocd-secret` (`webhook.github.secret`,
 `webhook.gitlab.secret`, `webhook.bitbucket.uuid`, `webhook.bitbucketserver.secret`).
 SIGTERM or SIGINT stop it cleanly: the running reconciles finish, queued notifications are
-sent (5 s at most).
+sent (5 s at most). The web UI is on the same port at `/` (meshpilot/ui: log in with the
+same accounts); its mesh pages read the control plane's debug API given by --discovery.
 """
 
 from __future__ import annotations
@@ -148,10 +149,17 @@ def _webhook_secrets(store: DirectoryStore) -> WebhookSecrets:
     help="The server's private directory (0700): token signing key, initial admin password. "
     " [default: <store>/.gitops/server]",
 )
+@click.option(
+    "--discovery",
+    metavar="ADDR",
+    help="The control plane's debug API (its monitoring port, e.g. 127.0.0.1:15014) for "
+    "the UI's mesh pages.  [default: no mesh pages]",
+)
 @user_errors
 def serve(
     store_dir: str | None, listen: str, app_resync: str, self_heal_timeout: str,
     notifications_file: str | None, repo_cache: str | None, state_dir: str | None,
+    discovery: str | None,
 ) -> None:  # fmt: skip
     """Run the GitOps controller and API (argocd-application-controller + server)."""
     if not logging.getLogger().handlers:
@@ -175,7 +183,10 @@ def serve(
     config = _notifications(store, notifications_file)
     state = ServerState(Path(state_dir) if state_dir else default_state_dir(store.root))
     auth = Authenticator(store, state)
-    asyncio.run(_run(store, renderer, settings, config, (host, port), chart_detector(repos), auth))
+    asyncio.run(
+        _run(store, renderer, settings, config, (host, port), chart_detector(repos), auth,
+             discovery)
+    )  # fmt: skip
 
 
 async def _run(
@@ -186,6 +197,7 @@ async def _run(
     listen: tuple[str, int],
     has_chart: ChartDetector,
     auth: Authenticator,
+    discovery: str | None = None,
 ) -> None:
     pull_requests = PullRequestIndex()
 
@@ -196,11 +208,14 @@ async def _run(
 
     notifier = Notifier(config, redactor, pull_requests)
     controller = Controller(store, renderer, settings, notifier, has_chart)
-    server = GitopsServer(controller, _webhook_secrets(store), pull_requests, auth)
+    server = GitopsServer(
+        controller, _webhook_secrets(store), pull_requests, auth, discovery=discovery
+    )
     host = listen[0]
     bound = await server.start(*listen)
     click.echo(
         f"gitops serve: store {store.root}, API http://{host}:{bound}, "
+        f"UI http://{host}:{bound}/, "
         f"resync {settings.app_resync:g}s, notifications "
         f"{'on' if notifier.enabled else 'off'}",
         err=True,

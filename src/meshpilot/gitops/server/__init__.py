@@ -9,6 +9,9 @@ told otherwise:
     GET  /healthz              ok; 503 naming the task while a background task (store watch,
                                resync, reconcile workers, notifier) has failed and restarts
     GET  /debug/tasks          each background task: state, failures, restarts, last error
+    /, /login, /applications/..., /mesh/..., /static/...
+                               the web UI (meshpilot/ui): its own login form and session
+                               cookie, closed the same way (a GET goes to the login form)
 
 Every path but the login, the webhook, /metrics and /healthz answers 401 without valid
 credentials (gitops/auth), before any handler runs: a route added later is closed too.
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from meshpilot import http1
@@ -29,6 +33,9 @@ from meshpilot.gitops.server.api import ApplicationApi
 from meshpilot.gitops.server.auth_api import AuthApi
 from meshpilot.gitops.server.http import Request, Response, Router, serve
 from meshpilot.gitops.server.webhook import WebhookError, WebhookSecrets, parse_webhook
+
+if TYPE_CHECKING:
+    from meshpilot.ui import Ui
 
 __all__ = ["GitopsServer", "WebhookSecrets", "default_state_dir"]
 
@@ -53,8 +60,11 @@ class _AuthenticatedRouter(Router):
     def __init__(self, auth: Authenticator) -> None:
         super().__init__()
         self.auth = auth
+        self.ui: Ui | None = None
 
     async def dispatch(self, request: Request) -> http1.Response:
+        if self.ui is not None and self.ui.owns(request.path):
+            return await self.ui.dispatch(request)  # (authenticates every page itself)
         # The path as Router.dispatch reads it: `//api/%761/...` is /api/v1/... too.
         path = "/".join(unquote(p) for p in request.path.strip("/").split("/"))
         if (request.method, path) not in _PUBLIC:
@@ -72,6 +82,8 @@ class GitopsServer:
         secrets: WebhookSecrets | None = None,
         pull_requests: PullRequestIndex | None = None,
         auth: Authenticator | None = None,
+        *,
+        discovery: str | None = None,
     ) -> None:
         self.controller = controller
         self.secrets = secrets or WebhookSecrets()
@@ -83,7 +95,11 @@ class GitopsServer:
         self.router.add("GET", "/metrics", self.metrics)
         self.router.add("GET", "/healthz", self.healthz)
         self.router.add("GET", "/debug/tasks", self.tasks)
-        ApplicationApi(controller, self.auth).register(self.router)
+        from meshpilot.ui import Ui  # (the UI calls this package's API handlers)
+
+        api = ApplicationApi(controller, self.auth)
+        api.register(self.router)
+        self.router.ui = Ui(api, self.auth, discovery)
         AuthApi(self.auth).register(self.router)
         self._server: asyncio.Server | None = None
         self.port = 0
@@ -96,6 +112,8 @@ class GitopsServer:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
+            if self.router.ui is not None:
+                await self.router.ui.close()  # (its open event streams)
             await self._server.wait_closed()
             self._server = None
 

@@ -112,14 +112,19 @@ class ApplicationApi:
             caller = self._caller(request)
         except Unauthenticated as exc:
             return Response.error(str(exc), 401)
-        items = []
+        items = [self.store.manifest(key) for key, _ in self.visible_apps(caller)]
+        return Response.json({"items": items})
+
+    def visible_apps(self, caller: Caller) -> list[tuple[ConfigKey, Application]]:
+        """The Applications `caller` may get (RBAC), as the list call returns them."""
+        out = []
         for obj in self.store.snapshot().of_kind(Kind.APPLICATION):
             if not isinstance(obj.model, Application):
                 continue
             objects = app_objects(obj.model.spec.project_name, obj.namespace, obj.name)
             if caller.allows("applications", "get", objects):
-                items.append(self.store.manifest(obj.key))
-        return Response.json({"items": items})
+                out.append((obj.key, obj.model))
+        return out
 
     async def get(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
