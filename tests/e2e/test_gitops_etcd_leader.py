@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -77,6 +78,22 @@ def wait_for(check: Callable[[], Any], what: str, timeout: float = 20) -> Any:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
+def post(url: str, body: dict[str, Any], token: str = "") -> tuple[int, Any]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    request = urllib.request.Request(url, json.dumps(body).encode(), headers, method="POST")
+    try:
+        with _OPENER.open(request, timeout=10) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def get(url: str, token: str) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with _OPENER.open(request, timeout=10) as reply:
+        return json.loads(reply.read())
+
+
 @dataclass
 class Replica:
     name: str
@@ -94,6 +111,16 @@ class Cluster:
     repo: GitRepo
     reader: EtcdStore
     start: Callable[[str], Replica]
+    work: Path
+
+    def login(self, replica: Replica) -> str:
+        """A session of the admin on `replica` (the password the first replica made)."""
+        found = sorted(self.work.glob("state-*/server/initial-admin-password"))
+        assert found, "no initial admin password"
+        body = {"username": "admin", "password": found[0].read_text().strip()}
+        status, answer = post(replica.api + "/api/v1/session", body)
+        assert status == 200, answer
+        return str(answer["token"])
 
     def get(self, key: ConfigKey) -> dict[str, Any] | None:
         self.reader.refresh()
@@ -145,7 +172,7 @@ def cluster(etcd: EtcdServer, tmp_path: Path) -> Iterator[Cluster]:
         return replica
 
     try:
-        yield Cluster(url, repo, EtcdStore(parse_etcd_url(url)), start)
+        yield Cluster(url, repo, EtcdStore(parse_etcd_url(url)), start, tmp_path)
     finally:
         for replica in started:
             if replica.proc.poll() is None:
@@ -170,6 +197,13 @@ def test_the_standby_takes_over_a_killed_leader_and_syncs_once(cluster: Cluster)
     leader, standby = _leader(a, b)
     assert standby.leaderz()["leader"].endswith(f"(API {leader.api})")
     wait_for(lambda: len(cluster.history()) == 1, "the first sync's history entry")
+    # The standby serves reads, and refuses what the controller does, naming the leader.
+    token = cluster.login(standby)
+    apps = standby.api + "/api/v1/applications"
+    wait_for(lambda: get(apps + "/argocd/shop/history", token)["history"], "history read")
+    status, answer = post(apps + "/argocd/shop/sync", {"prune": True}, token)
+    assert status == 503, answer
+    assert f"stands by; the leader is {leader.leaderz()['identity']}" in answer["message"]
     first = cluster.history()[0]["revision"]
     leader.proc.kill()
     leader.proc.wait()
