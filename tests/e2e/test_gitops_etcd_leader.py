@@ -29,6 +29,7 @@ from meshpilot.config.kinds import Kind
 from meshpilot.gitops.model import register_gitops_kinds
 from meshpilot.store.etcd import parse_etcd_url
 from meshpilot.store.etcd.backend import EtcdStore
+from meshpilot.store.etcd.codec import etcd_key
 
 MESHPILOT = Path(sys.executable).parent / "meshpilot"
 APP = ConfigKey(Kind.APPLICATION, "argocd", "shop")
@@ -240,3 +241,40 @@ def test_a_paused_leader_is_fenced_and_the_commit_is_synced_once(cluster: Cluste
     revisions = [h["revision"] for h in cluster.history()]
     assert revisions.count(commit) == 1, revisions
     assert cluster.weight() == 30
+
+
+def test_the_leader_killed_mid_sync_the_other_finishes_it_once(cluster: Cluster) -> None:
+    """The automated sync of a commit is in the store as Running before its first write:
+    the leader is killed as soon as it shows, the standby takes over, finds the operation
+    Running with nobody running it, runs it to its end and records it once."""
+    a, b = cluster.start("a"), cluster.start("b")
+    leader, standby = _leader(a, b)
+    wait_for(lambda: len(cluster.history()) == 1, "the first sync's history entry")
+    commit = cluster.repo.commit(
+        {"mesh/svc.yaml": service(9090), "mesh/vs.yaml": virtual_service(30)}, "two waves"
+    )
+
+    def phase() -> str:
+        app = cluster.get(APP) or {}
+        return str(app.get("status", {}).get("operationState", {}).get("phase", ""))
+
+    raw = etcd_key(cluster.reader.prefix, APP)  # read alone: the operation lasts a moment
+
+    def running() -> bool:
+        kvs = cluster.reader.client.get_many([raw]).kvs
+        return bool(kvs) and b'"phase":"Running"' in kvs[0].value
+
+    deadline = time.monotonic() + 20
+    while not running():
+        assert time.monotonic() < deadline, "the operation never showed in the store"
+        time.sleep(0.002)
+    leader.proc.kill()
+    leader.proc.wait()
+    interrupted = phase() == "Running" and commit not in [h["revision"] for h in cluster.history()]
+    wait_for(lambda: standby.leaderz()["leading"], "the standby leads", timeout=10)
+    wait_for(lambda: phase() == "Succeeded" and cluster.weight() == 30, "the sync finished")
+    wait_for(lambda: [h["revision"] for h in cluster.history()][-1:] == [commit], "history")
+    time.sleep(2.5)  # more resyncs: nothing is synced or recorded again
+    revisions = [h["revision"] for h in cluster.history()]
+    assert revisions.count(commit) == 1, revisions
+    print(f"killed before the operation was recorded: {interrupted}")
