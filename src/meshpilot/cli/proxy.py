@@ -90,7 +90,8 @@ _SHARED_OPTIONS = (
     click.option(
         "--ca-address",
         metavar="HOST:PORT",
-        help="The CA (Istio's CA_ADDR) [default: the discovery address, when it is TLS].",
+        help="The CA (Istio's CA_ADDR); replicas as a:15012,b:15012, tried in turn "
+        "[default: the discovery address, when it is TLS].",
     ),
     click.option(
         "--token-file",

@@ -105,10 +105,12 @@ class Election:
     def keep_alive(self) -> bool:
         """Renew the lease once; False when it has expired (or was revoked)."""
         request = rpc_pb2.LeaseKeepAliveRequest(ID=self.lease)
+        # an etcd that hangs (rather than refusing) must not hold up the step-down
+        timeout = min(self.client.timeout, self.ttl / 3)
 
         def call(channel: grpc.Channel) -> Any:
             stream = rpc_pb2_grpc.LeaseStub(channel).LeaseKeepAlive(
-                iter([request]), timeout=self.client.timeout
+                iter([request]), timeout=timeout
             )
             return next(stream)
 
