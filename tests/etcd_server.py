@@ -46,6 +46,8 @@ class EtcdServer:
     extra_args: tuple[str, ...] = ()  # more etcd flags (e.g. --max-txn-ops)
     tls: EtcdTlsFiles | None = None  # clients over TLS, with client certificates
     proc: subprocess.Popen[bytes] | None = None
+    name: str = "test"
+    initial_cluster: str = ""  # name=peer-url,...: a member of a cluster (EtcdCluster)
 
     @property
     def endpoint(self) -> str:
@@ -62,15 +64,19 @@ class EtcdServer:
         query = f"cacert={t.ca}&cert={t.client_cert}&key={t.client_key}"
         return f"etcd+https://{self.endpoint}{prefix}?{query}"
 
-    def start(self) -> EtcdServer:
+    @property
+    def peer_url(self) -> str:
+        return f"http://127.0.0.1:{self.peer_port}"
+
+    def start(self, wait: bool = True) -> EtcdServer:
         client = f"{'https' if self.tls else 'http'}://{self.endpoint}"
-        peer = f"http://127.0.0.1:{self.peer_port}"
+        peer = self.peer_url
         args = [
-            etcd_binary(), "--name", "test", "--data-dir", str(self.data_dir),
+            etcd_binary(), "--name", self.name, "--data-dir", str(self.data_dir),
             "--listen-client-urls", client, "--advertise-client-urls", client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"test={peer}", "--logger", "zap", "--log-level", "warn",
-            *self.extra_args,
+            "--initial-cluster", self.initial_cluster or f"{self.name}={peer}",
+            "--logger", "zap", "--log-level", "warn", *self.extra_args,
         ]  # fmt: skip
         if self.tls is not None:
             args += ["--cert-file", str(self.tls.server_cert), "--key-file",
@@ -78,6 +84,12 @@ class EtcdServer:
                      "--client-cert-auth"]  # fmt: skip
         with self.log.open("ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        if wait:
+            self.wait_healthy()
+        return self
+
+    def wait_healthy(self) -> None:
+        assert self.proc is not None
         deadline = time.monotonic() + 30
         while not self._healthy():
             if self.proc.poll() is not None:
@@ -85,7 +97,6 @@ class EtcdServer:
             if time.monotonic() > deadline:
                 raise AssertionError(f"etcd not healthy in 30 s: {self.log.read_text()}")
             time.sleep(0.05)
-        return self
 
     def _healthy(self) -> bool:
         if self.tls is None:

@@ -53,7 +53,7 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2
 from google.protobuf import json_format, struct_pb2
 
 from meshpilot.agent.certs.xds_tls import xds_tls_context
-from meshpilot.agent.options import SDS_SOCKET_PATH, AgentOptions
+from meshpilot.agent.options import SDS_SOCKET_PATH, AgentOptions, discovery_endpoint
 from meshpilot.agent.stats_config import stats_config
 from meshpilot.config.duration import format_duration
 from meshpilot.model.proxy import ProxyType
@@ -223,7 +223,9 @@ def _socket_address(address: str, port: int) -> address_pb2.Address:
     )
 
 
-def _load_assignment(name: str, address: address_pb2.Address) -> endpoint_pb2.ClusterLoadAssignment:
+def _load_assignment(
+    name: str, *addresses: address_pb2.Address
+) -> endpoint_pb2.ClusterLoadAssignment:
     return endpoint_pb2.ClusterLoadAssignment(
         cluster_name=name,
         endpoints=[
@@ -232,6 +234,7 @@ def _load_assignment(name: str, address: address_pb2.Address) -> endpoint_pb2.Cl
                     endpoint_components_pb2.LbEndpoint(
                         endpoint=endpoint_components_pb2.Endpoint(address=address)
                     )
+                    for address in addresses
                 ]
             )
         ],
@@ -275,17 +278,22 @@ def _sds_cluster() -> cluster_pb2.Cluster:
 
 def _xds_cluster(options: AgentOptions) -> cluster_pb2.Cluster:
     """Istio's xds-grpc cluster, aimed at the control plane: a pipe for `unix:<path>` (as
-    Istio's Envoy reaches its agent), STATIC for an IP address, STRICT_DNS (IPv4 preferred)
-    for a host name."""
+    Istio's Envoy reaches its agent), STATIC for IP addresses, STRICT_DNS (IPv4 preferred)
+    for host names. Several replicas are several endpoints: the ADS stream is one request
+    on its own connection (max_requests_per_connection 1), so when a replica dies, the
+    next attempt (after the retry backoff) goes round-robin to another, while Envoy keeps
+    the configuration it has."""
     kind = cluster_pb2.Cluster.STATIC
     socket_path = options.discovery_uds
+    addresses = []
     if socket_path is not None:
-        address = address_pb2.Address(pipe=address_pb2.Pipe(path=socket_path))
+        addresses.append(address_pb2.Address(pipe=address_pb2.Pipe(path=socket_path)))
     else:
-        host, port = options.discovery_host_port
-        address = _socket_address(host, port)
-        if not _is_ip(host):
-            kind = cluster_pb2.Cluster.STRICT_DNS
+        for entry in options.discovery_addresses:
+            host, port = discovery_endpoint(entry)
+            addresses.append(_socket_address(host, port))
+            if not _is_ip(host):
+                kind = cluster_pb2.Cluster.STRICT_DNS
     limits = {
         "max_connections": u32(100000),
         "max_pending_requests": u32(100000),
@@ -296,7 +304,7 @@ def _xds_cluster(options: AgentOptions) -> cluster_pb2.Cluster:
         type=kind,
         connect_timeout=duration(1_000_000_000),
         lb_policy=cluster_pb2.Cluster.ROUND_ROBIN,
-        load_assignment=_load_assignment(XDS_CLUSTER, address),
+        load_assignment=_load_assignment(XDS_CLUSTER, *addresses),
         circuit_breakers=circuit_breaker_pb2.CircuitBreakers(
             thresholds=[
                 circuit_breaker_pb2.CircuitBreakers.Thresholds(priority=priority, **limits)

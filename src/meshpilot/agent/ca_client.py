@@ -29,6 +29,7 @@ from meshpilot.security.ca_api import (
 __all__ = ["CA_SERVER_NAME", "CaClient", "CaError", "CaSettings"]
 
 CA_SERVER_NAME = "istiod.istio-system.svc"  # the name istiod's serving certificate carries
+_UNREACHABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 
 
 class CaError(MeshpilotError):
@@ -37,7 +38,7 @@ class CaError(MeshpilotError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaSettings:
-    address: str  # host:port of the CA (the control plane's 15012)
+    address: str  # host:port of the CA (the control plane's 15012); replicas: a,b
     root_cert: Path  # the mesh root: verifies the CA's serving certificate
     token_file: Path | None = None
     # Without a token file: a token made for each call (a control plane on this machine:
@@ -99,16 +100,23 @@ class CaClient:
         request = IstioCertificateRequest(csr=csr_pem.decode(), validity_duration=ttl_s)
         request.metadata.CopyFrom(struct_pb2.Struct())
         options = [("grpc.ssl_target_name_override", self.settings.server_name)]
-        async with grpc.aio.secure_channel(self.settings.address, credentials, options) as channel:
-            call = channel.unary_unary(
-                CREATE_CERTIFICATE,
-                request_serializer=IstioCertificateRequest.SerializeToString,
-                response_deserializer=IstioCertificateResponse.FromString,
-            )
-            try:
-                response = await call(request, metadata=metadata, timeout=self.settings.timeout_s)
-            except grpc.aio.AioRpcError as exc:
-                raise CaError(
-                    f"CA {self.settings.address}: {exc.code().name}: {exc.details()}"
-                ) from None
-        return list(response.cert_chain)
+        # Control plane replicas (`a:15012,b:15012`) all sign with the mesh's one root:
+        # one that cannot be reached is passed over for the next.
+        addresses = [a.strip() for a in self.settings.address.split(",")]
+        for index, address in enumerate(addresses):
+            async with grpc.aio.secure_channel(address, credentials, options) as channel:
+                call = channel.unary_unary(
+                    CREATE_CERTIFICATE,
+                    request_serializer=IstioCertificateRequest.SerializeToString,
+                    response_deserializer=IstioCertificateResponse.FromString,
+                )
+                try:
+                    response = await call(
+                        request, metadata=metadata, timeout=self.settings.timeout_s
+                    )
+                except grpc.aio.AioRpcError as exc:
+                    if exc.code() in _UNREACHABLE and index + 1 < len(addresses):
+                        continue
+                    raise CaError(f"CA {address}: {exc.code().name}: {exc.details()}") from None
+            return list(response.cert_chain)
+        raise CaError(f"CA {self.settings.address}: no address")

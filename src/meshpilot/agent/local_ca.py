@@ -43,15 +43,15 @@ class LocalCa:
 def find_local_ca(ca_dir: Path, options: AgentOptions) -> LocalCa | None:
     """The control plane that `options.discovery_address` reaches, when it runs here and
     left its record in `ca_dir` readable by us; None otherwise (nothing is created)."""
-    found = find_record(ca_dir, options.discovery_address)
-    if found is None:
+    # Replicas (`a:15010,b:15010`) share one root: the CA is every one found running.
+    records = [find_record(ca_dir, address) for address in options.discovery_addresses]
+    found = [r for r in records if r is not None]
+    if not found:
         return None
-    record, tls = found
-    ca_address = (
-        options.discovery_address
-        if tls
-        else record.secure_address(over_unix=options.discovery_uds is not None)
-    )
+    record, tls = found[0]
+    over_unix = options.discovery_uds is not None
+    secure = [r.secure_address(over_unix=over_unix) for r, _ in found]
+    ca_address = options.discovery_address if tls else ",".join(a for a in secure if a) or None
     root = Path(record.root_cert)
     if ca_address is None or not root.is_file():
         return None

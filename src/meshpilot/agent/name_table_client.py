@@ -53,8 +53,27 @@ class NameTableClient:
     ) -> None:
         """Fetch, hand the table to `update` when it changed, wait, forever (a quarter of
         `interval` until the first table: discovery knows a pod once its Envoy connects)."""
-        async with grpc.aio.insecure_channel(self.address) as channel:
-            await self._keep(channel, update, interval)
+        addresses = [a.strip() for a in self.address.split(",")]
+        if len(addresses) == 1:
+            async with grpc.aio.insecure_channel(self.address) as channel:
+                await self._keep(channel, update, interval)
+            return
+        # Control plane replicas: fetch from one; when it fails, from the next.
+        last: dict[str, NameInfo] | None = None
+        turn = 0
+        while True:
+            one = NameTableClient(addresses[turn % len(addresses)], "", auto_allocate=False)
+            one.request = self.request
+            try:
+                table = await one.fetch()
+            except NameTableError as exc:
+                log.warning("DNS proxy: %s (keeping the last table)", exc)
+                turn += 1
+            else:
+                if table != last:
+                    update(table)
+                    last = table
+            await asyncio.sleep(interval if last is not None else interval / 4)
 
     async def _keep(
         self,

@@ -31,6 +31,7 @@ __all__ = [
     "InterceptionMode",
     "XdsType",
     "detect_node_ip",
+    "discovery_addresses",
     "discovery_endpoint",
     "discovery_socket",
     "parse_label_args",
@@ -101,8 +102,7 @@ class AgentOptions:
                 ipaddress.ip_address(ip)
             except ValueError:
                 raise MeshpilotError(f"invalid IP address {ip!r}") from None
-        if discovery_socket(self.discovery_address) is None:
-            discovery_endpoint(self.discovery_address)
+        discovery_addresses(self.discovery_address)  # a clear error for a malformed one
         if self.proxy_type is ProxyType.ROUTER and self.interception_mode is not (
             InterceptionMode.REDIRECT
         ):
@@ -137,7 +137,14 @@ class AgentOptions:
 
     @property
     def discovery_host_port(self) -> tuple[str, int]:
-        return discovery_endpoint(self.discovery_address)
+        """The first control plane's host and port."""
+        return discovery_endpoint(self.discovery_addresses[0])
+
+    @property
+    def discovery_addresses(self) -> tuple[str, ...]:
+        """Every control plane replica given (`a:15012,b:15012`): Envoy and the agent's
+        clients move to another when the one they use goes away."""
+        return discovery_addresses(self.discovery_address)
 
     @property
     def secure_xds(self) -> bool:
@@ -153,6 +160,25 @@ class AgentOptions:
     def discovery_uds(self) -> str | None:
         """The control plane's Unix socket when the address is `unix:<path>`."""
         return discovery_socket(self.discovery_address)
+
+
+def discovery_addresses(address: str) -> tuple[str, ...]:
+    """`a:15012,b:15012` into its addresses, each checked; `unix:<path>` stands alone."""
+    parts = tuple(part.strip() for part in address.split(","))
+    if len(parts) == 1:
+        if discovery_socket(address) is None:
+            discovery_endpoint(address)
+        return parts
+    for part in parts:
+        if not part:
+            raise MeshpilotError(f"invalid discovery address {address!r}: an empty entry")
+        if part.startswith("unix:"):
+            raise MeshpilotError(
+                f"invalid discovery address {address!r}: a unix: socket cannot be listed "
+                "with other addresses"
+            )
+        discovery_endpoint(part)
+    return parts
 
 
 def discovery_socket(address: str) -> str | None:

@@ -31,6 +31,7 @@ from meshpilot.cli.live import (
     caller_from,
     identity_options,
     open_directory,
+    open_store,
     store_option,
     user_errors,
 )
@@ -47,6 +48,7 @@ from meshpilot.gitops.render.sops import load_identities
 from meshpilot.gitops.repo import RepoService, repo_settings_from_store
 from meshpilot.gitops.source import chart_detector
 from meshpilot.gitops.sync.operation import SyncOutcome, SyncParams
+from meshpilot.store.base import WatchedStore
 from meshpilot.store.directory import DirectoryStore
 from meshpilot.text_table import render_table
 
@@ -72,7 +74,7 @@ def build_deps(store: DirectoryStore, repo_cache: str | None) -> RefreshDeps:
     return RefreshDeps(store=store, renderer=renderer, has_chart=chart_detector(repos))
 
 
-def _app(store: DirectoryStore, ref: str, caller: Caller, action: str) -> ConfigObject[Application]:
+def _app(store: WatchedStore, ref: str, caller: Caller, action: str) -> ConfigObject[Application]:
     from meshpilot.cli.gitops import find_application  # the group module imports this one
 
     obj = find_application(store.snapshot(), ref, caller)
@@ -200,7 +202,7 @@ def history_app(
         remote, _ = remote_app(client_for(server_url, as_user, groups, rbac_file), app_ref)
         click.echo(format_history(remote.model))
         return
-    store = open_directory(store_dir, create=False, command="gitops app history")
+    store = open_store(store_dir, create=False)  # a read: any backend
     obj = _app(store, app_ref, caller_from(store, as_user, groups, rbac_file), "get")
     click.echo(format_history(obj.model))
 

@@ -1,9 +1,12 @@
 """`meshpilot gitops serve`: the application controller and its HTTP API in one process
 (Argo CD's application-controller + argocd-server, trimmed).
 
-    meshpilot gitops serve [--store DIR] [--listen 127.0.0.1:8080] [--app-resync 180s]
-                           [--self-heal-timeout 5s] [--notifications FILE] [--repo-cache DIR]
-                           [--state-dir DIR] [--discovery 127.0.0.1:15014]
+    meshpilot gitops serve [--store DIR|etcd://...] [--listen 127.0.0.1:8080]
+                           [--app-resync 180s] [--self-heal-timeout 5s] [--notifications FILE]
+                           [--repo-cache DIR] [--state-dir DIR] [--lease-ttl 5]
+                           [--discovery 127.0.0.1:15014]
+
+On etcd, replicas elect one controller (gitops_elected.py); all serve the API.
 
 Reconciles every Application in the store (resync interval, push webhooks at
 /api/webhook, drift from the store's change feed), syncs automated apps, sends
@@ -27,11 +30,14 @@ import binascii
 import logging
 import os
 import signal
+import socket
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from meshpilot.cli.live import open_directory, store_option, user_errors
+from meshpilot.cli.gitops_elected import run_elected
+from meshpilot.cli.live import open_store, store_option, user_errors
 from meshpilot.config.duration import parse_duration
 from meshpilot.config.kinds import Kind
 from meshpilot.gitops.auth import Authenticator, ServerState
@@ -53,7 +59,9 @@ from meshpilot.gitops.render.sops import load_identities
 from meshpilot.gitops.repo import repo_settings_from_store
 from meshpilot.gitops.server import GitopsServer, WebhookSecrets, default_state_dir
 from meshpilot.gitops.source import ChartDetector, chart_detector
+from meshpilot.store.base import WatchedStore
 from meshpilot.store.directory import DirectoryStore
+from meshpilot.store.etcd.backend import EtcdStore
 
 __all__ = ["serve"]
 
@@ -79,14 +87,14 @@ def _listen(value: str) -> tuple[str, int]:
         raise click.BadParameter(f"{value!r}: expected HOST:PORT", param_hint="--listen") from None
 
 
-def _store_data(store: DirectoryStore, kind: Kind, name: str) -> dict[str, object] | None:
+def _store_data(store: WatchedStore, kind: Kind, name: str) -> dict[str, object] | None:
     for obj in store.snapshot().of_kind(kind):
         if obj.name == name:
             return store.manifest(obj.key)
     return None
 
 
-def _notifications(store: DirectoryStore, path: str | None) -> NotificationConfig:
+def _notifications(store: WatchedStore, path: str | None) -> NotificationConfig:
     if path:
         return load_notifications_file(path)
     configmap = _store_data(store, Kind.CONFIG_MAP, CONFIGMAP_NAME)
@@ -95,7 +103,7 @@ def _notifications(store: DirectoryStore, path: str | None) -> NotificationConfi
     return parse_notifications(configmap, _store_data(store, Kind.SECRET, SECRET_NAME))
 
 
-def _webhook_secrets(store: DirectoryStore) -> WebhookSecrets:
+def _webhook_secrets(store: WatchedStore) -> WebhookSecrets:
     secret = _store_data(store, Kind.SECRET, "argocd-secret") or {}
     data = secret.get("data") if isinstance(secret.get("data"), dict) else {}
 
@@ -150,6 +158,14 @@ def _webhook_secrets(store: DirectoryStore) -> WebhookSecrets:
     " [default: <store>/.gitops/server]",
 )
 @click.option(
+    "--lease-ttl",
+    default=5,
+    show_default=True,
+    type=click.IntRange(1, 600),
+    help="On etcd: seconds of the leader's lease; a standby takes over this long after the "
+    "leader dies (at once when it is stopped).",
+)
+@click.option(
     "--discovery",
     metavar="ADDR",
     help="The control plane's debug API (its monitoring port, e.g. 127.0.0.1:15014) for "
@@ -159,9 +175,12 @@ def _webhook_secrets(store: DirectoryStore) -> WebhookSecrets:
 def serve(
     store_dir: str | None, listen: str, app_resync: str, self_heal_timeout: str,
     notifications_file: str | None, repo_cache: str | None, state_dir: str | None,
+    lease_ttl: int,
     discovery: str | None,
 ) -> None:  # fmt: skip
-    """Run the GitOps controller and API (argocd-application-controller + server)."""
+    """Run the GitOps controller and API (argocd-application-controller + server). On an
+    etcd store, any number of replicas: one leads the controller, the others serve the API
+    and stand by (/debug/leaderz shows who leads)."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     register_gitops_kinds()
@@ -170,9 +189,21 @@ def serve(
         app_resync=_seconds(app_resync, "--app-resync"),
         self_heal_timeout=_seconds(self_heal_timeout, "--self-heal-timeout"),
     )
-    store = open_directory(store_dir, create=True, command="gitops serve")
+    store = open_store(store_dir, create=True)
+    if isinstance(store, DirectoryStore):
+        private = Path(state_dir) if state_dir else default_state_dir(store.root)
+        locks: Path | None = None
+        cache = Path(repo_cache) if repo_cache else store.root / ".gitops" / "repo-cache"
+    else:
+        if not state_dir:
+            raise click.UsageError(
+                "gitops serve on etcd needs --state-dir DIR: this replica's own directory "
+                "(repository cache, operation locks, the API's token key)"
+            )
+        private = Path(state_dir) / "server"
+        locks = Path(state_dir) / "locks"
+        cache = Path(repo_cache) if repo_cache else Path(state_dir) / "repo-cache"
     store.refresh()
-    cache = Path(repo_cache) if repo_cache else store.root / ".gitops" / "repo-cache"
     access = repo_settings_from_store(store)  # repository Secrets, TLS certs, known hosts
     repos = CachingRepoService(cache, access.credentials, trust=access.trust)
     key_file = os.environ.get("SOPS_AGE_KEY_FILE")
@@ -181,24 +212,27 @@ def serve(
     )
     renderer = Renderer(repos, RendererConfig(age_identities=identities))
     config = _notifications(store, notifications_file)
-    state = ServerState(Path(state_dir) if state_dir else default_state_dir(store.root))
-    auth = Authenticator(store, state)
-    asyncio.run(
-        _run(store, renderer, settings, config, (host, port), chart_detector(repos), auth,
-             discovery)
-    )  # fmt: skip
+    auth = Authenticator(store, ServerState(private))
+    serving = _Serving(
+        store, renderer, settings, config, (host, port), chart_detector(repos), discovery
+    )
+    asyncio.run(_run(serving, auth, locks, lease_ttl))
 
 
-async def _run(
-    store: DirectoryStore,
-    renderer: Renderer,
-    settings: ControllerSettings,
-    config: NotificationConfig,
-    listen: tuple[str, int],
-    has_chart: ChartDetector,
-    auth: Authenticator,
-    discovery: str | None = None,
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Serving:
+    store: WatchedStore
+    renderer: Renderer
+    settings: ControllerSettings
+    config: NotificationConfig
+    listen: tuple[str, int]
+    has_chart: ChartDetector
+    discovery: str | None  # the UI's mesh pages read this control plane's debug API
+
+
+async def _run(serving: _Serving, auth: Authenticator, locks: Path | None, ttl: int) -> None:
+    store, renderer, settings = serving.store, serving.renderer, serving.settings
+    config, listen, has_chart = serving.config, serving.listen, serving.has_chart
     pull_requests = PullRequestIndex()
 
     def redactor() -> Redactor:
@@ -207,14 +241,14 @@ async def _run(
         return Redactor(secret_values(secrets))
 
     notifier = Notifier(config, redactor, pull_requests)
-    controller = Controller(store, renderer, settings, notifier, has_chart)
+    controller = Controller(store, renderer, settings, notifier, has_chart, lock_dir=locks)
     server = GitopsServer(
-        controller, _webhook_secrets(store), pull_requests, auth, discovery=discovery
+        controller, _webhook_secrets(store), pull_requests, auth, discovery=serving.discovery
     )
     host = listen[0]
     bound = await server.start(*listen)
     click.echo(
-        f"gitops serve: store {store.root}, API http://{host}:{bound}, "
+        f"gitops serve: store {store!r}, API http://{host}:{bound}, "
         f"UI http://{host}:{bound}/, "
         f"resync {settings.app_resync:g}s, notifications "
         f"{'on' if notifier.enabled else 'off'}",
@@ -230,10 +264,20 @@ async def _run(
         )
     notifier.start(controller.tasks)  # a failed worker is restarted, shown on /healthz
     loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def stopping() -> None:
+        stop.set()
+        controller.stop()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, controller.stop)
+        loop.add_signal_handler(sig, stopping)
     try:
-        await controller.run()
+        if isinstance(store, EtcdStore):
+            identity = f"{socket.gethostname()}:{os.getpid()} (API http://{host}:{bound})"
+            await run_elected(controller, store, identity, ttl, stop)
+        else:
+            await controller.run()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

@@ -113,9 +113,9 @@ def open_directory(store_dir: str | None, *, create: bool, command: str) -> Dire
     url = store_dir or default_store_dir()
     if is_etcd_url(url):
         raise click.ClickException(
-            f"{command} needs a directory store for now (it keeps its locks and state beside "
-            f"it); {url} is etcd, which apply, get, delete, discovery and gitops app list/get "
-            "work on"
+            f"{command} needs a directory store (it keeps its locks and state beside it); "
+            f"{url} is etcd: run `meshpilot gitops serve --store {url}` (replicas elect "
+            "the one that syncs) and give --server URL"
         )
     try:
         return open_directory_store(url, create=create)

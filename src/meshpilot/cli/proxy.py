@@ -70,7 +70,8 @@ _SHARED_OPTIONS = (
     click.option(
         "--discovery-address",
         metavar="ADDRESS",
-        help="Control plane xDS address, host:port or unix:<socket path>  "
+        help="Control plane xDS address, host:port or unix:<socket path>; replicas as "
+        "a:15012,b:15012 (Envoy and the agent move to another when one dies)  "
         f"[default: 127.0.0.1:{_DEFAULTS.xds_plaintext}].",
     ),
     click.option(
@@ -89,7 +90,8 @@ _SHARED_OPTIONS = (
     click.option(
         "--ca-address",
         metavar="HOST:PORT",
-        help="The CA (Istio's CA_ADDR) [default: the discovery address, when it is TLS].",
+        help="The CA (Istio's CA_ADDR); replicas as a:15012,b:15012, tried in turn "
+        "[default: the discovery address, when it is TLS].",
     ),
     click.option(
         "--token-file",

@@ -12,7 +12,7 @@ from typing import Any
 from meshpilot.agent.certs.rotation import RotationPolicy
 from meshpilot.agent.certs.service import CertOptions
 from meshpilot.agent.local_ca import LocalCa, find_local_ca
-from meshpilot.agent.options import AgentOptions, discovery_endpoint, discovery_socket
+from meshpilot.agent.options import AgentOptions, discovery_addresses
 from meshpilot.config.duration import parse_duration
 from meshpilot.errors import MeshpilotError
 from meshpilot.settings import Ports, default_ca_dir
@@ -81,8 +81,8 @@ def _given(options: AgentOptions, kw: dict[str, Any]) -> CertOptions | None:
             "--ca-address is needed when xDS is plaintext (the CA listens on TLS, "
             f"port {Ports().xds_tls})"
         )
-    if discovery_socket(ca) is None:  # unix:<path> reaches a CA from another netns
-        discovery_endpoint(ca)  # a clear error for a malformed address
+    # unix:<path> reaches a CA from another netns; `a,b` lists replicas: each is checked
+    discovery_addresses(ca)
     return CertOptions(
         ca_address=ca,
         root_cert=root.absolute(),

@@ -116,3 +116,23 @@ def test_unix_socket_discovery_address() -> None:
     assert sidecar(discovery_address="127.0.0.1:15010").discovery_uds is None
     with pytest.raises(MeshpilotError, match="needs a path"):
         sidecar(discovery_address="unix:")
+
+
+def test_several_discovery_addresses_are_replicas() -> None:
+    options = sidecar(discovery_address="10.0.0.5:15012, 10.0.0.6:15012")
+    assert options.discovery_addresses == ("10.0.0.5:15012", "10.0.0.6:15012")
+    assert options.discovery_host_port == ("10.0.0.5", 15012)
+    assert options.secure_xds
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("10.0.0.5:15012,", "an empty entry"),
+        ("10.0.0.5:15012,unix:/run/xds.sock", "a unix: socket cannot be listed"),
+        ("10.0.0.5:15012,10.0.0.6", "'10.0.0.6': expected host:port"),
+    ],
+)
+def test_bad_replica_lists_name_the_problem(address: str, why: str) -> None:
+    with pytest.raises(MeshpilotError, match=why):
+        sidecar(discovery_address=address)

@@ -79,7 +79,11 @@ def test_malformed_etcd_urls_are_refused(url: str, message: str) -> None:
 def test_commands_that_need_a_directory_say_so(etcd: EtcdServer) -> None:
     code, _, err = run("gitops", "sync", "shop", "--store", etcd.url())
     assert code == 1
-    assert err.startswith("Error: gitops app sync needs a directory store for now")
+    assert err.startswith("Error: gitops app sync needs a directory store")
+    assert f"run `meshpilot gitops serve --store {etcd.url()}`" in err
+    assert "give --server URL" in err
+    code, _, err = run("gitops", "history", "shop", "--store", etcd.url())  # a read: served
+    assert code == 1 and "needs a directory" not in err and "shop" in err, err
 
 
 def test_etcd_over_tls_with_a_client_certificate(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import pytest
 from meshpilot.agent.name_table_client import NameTableClient
 from meshpilot.model.name_table import NameInfo, NameTableError, build_name_table
 from meshpilot.registry.model import Resolution, Service
+from meshpilot.runtime.ports import free_port
 from meshpilot.settings import Settings
 from meshpilot.store import FileStore
 from meshpilot.xds.server import DiscoveryServer
@@ -130,3 +131,32 @@ def test_allocation_is_stable_and_skips_passthrough_and_dot_zero() -> None:
     v4s = [info.ips[0] for info in first.values()]
     assert len(set(v4s)) == 300
     assert not any(ip.endswith((".0", ".255")) for ip in v4s)
+
+
+def test_keep_moves_to_the_next_replica_when_one_does_not_answer(tmp_path: Path) -> None:
+    """`--discovery-address dead,live`: the agent's DNS proxy gets its table from the
+    replica that answers."""
+    (tmp_path / "mesh.yaml").write_text(MESH)
+    store = FileStore([tmp_path])
+    store.load()
+    dead = free_port()  # nothing listens there
+
+    async def main() -> dict[str, NameInfo]:
+        server = DiscoveryServer(store, Settings())
+        port = await server.start("127.0.0.1", 0)
+        tables: list[dict[str, NameInfo]] = []
+        address = f"127.0.0.1:{dead},127.0.0.1:{port}"
+        client = NameTableClient(address, "app-1.default", auto_allocate=False)
+        keeper = asyncio.create_task(client.keep(lambda t: tables.append(dict(t)), 0.2))
+        try:
+            for _ in range(100):
+                if tables:
+                    return tables[0]
+                await asyncio.sleep(0.05)
+            raise AssertionError("no table from the live replica")
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+            await server.stop(0)
+
+    assert "reviews.default.svc.cluster.local" in asyncio.run(main())

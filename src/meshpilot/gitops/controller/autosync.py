@@ -1,6 +1,7 @@
 """Whether the controller syncs an app by itself now (Argo CD's `autoSync` rules).
 
 - only with syncPolicy.automated, when the comparison is OutOfSync and no operation runs;
+- an automated operation left Running by a controller that died is run again to its end;
 - not when every difference needs pruning and automated.prune is off;
 - not when prune would delete everything and allowEmpty is off ("wipe out all resources");
 - a revision already synced is not synced again, unless selfHeal is on and the last sync
@@ -36,14 +37,20 @@ def decide(
     self_heal_timeout: float,
     now: float,
     finished_hint: float = 0.0,
+    interrupted: bool = False,
 ) -> AutoSync:
     """`now` is a UNIX time (operationState.finishedAt is wall-clock, to the second);
-    `finished_hint` is the controller's own, finer record of the last sync's end."""
+    `finished_hint` is the controller's own, finer record of the last sync's end.
+    `interrupted`: the stored operation is Running but nobody runs it (its controller
+    died): it is run again to its end, synced or not, so that it is recorded once."""
     policy = app.spec.sync_policy
     if policy is None or not policy.is_automated or policy.automated is None:
         return AutoSync(False, "manual sync policy")
     automated = policy.automated
     comparison = state.comparison
+    running = app.status.operation_state
+    if interrupted and running is not None and running.phase.running and state.ok:
+        return AutoSync(True, "resuming an interrupted automated sync")
     if comparison is None or not state.ok or state.sync_status is not SyncStatusCode.OUT_OF_SYNC:
         return AutoSync(False, f"sync status {state.sync_status}")
     op = app.status.operation_state

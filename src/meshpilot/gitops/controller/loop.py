@@ -31,6 +31,7 @@ from typing import Protocol
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.gitops.controller.heap import keep_heap_settled
+from meshpilot.gitops.controller.leadership import LeadershipState
 from meshpilot.gitops.controller.metrics import AppInfo, Metrics
 from meshpilot.gitops.controller.owners import OwnerIndex, apps_tracked_as
 from meshpilot.gitops.controller.push import PushEvent, paths_concern, revision_matches
@@ -83,12 +84,15 @@ class _Waiter:
 class Controller:
     def __init__(
         self,
-        store: WatchedStore,
+        store: FollowingStore,
         renderer: Renderer,
         settings: ControllerSettings | None = None,
         notifier: Notifier | None = None,
         has_chart: ChartDetector | None = None,
+        lock_dir: Path | None = None,
     ) -> None:
+        """`lock_dir`: where operations lock their app, by default beside a directory
+        store; on etcd only the leader syncs, so a directory of its own will do."""
         self.store = store
         self.settings = settings or ControllerSettings()
         self.view = StoreView(store)
@@ -103,7 +107,12 @@ class Controller:
             pairs=PairMemo(),
         )
         self.stopping = threading.Event()
-        lock_dir = Path(store.root) / ".gitops" / "locks"
+        if lock_dir is None:
+            root = getattr(store, "root", None)
+            if root is None:
+                raise ValueError(f"{store!r}: the controller needs a lock directory")
+            lock_dir = Path(root) / ".gitops" / "locks"
+        self.leadership = LeadershipState()
         self.reconciler = Reconciler(
             self.view, self.deps, self.settings.self_heal_timeout, lock_dir, self.stopping
         )

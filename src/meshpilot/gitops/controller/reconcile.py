@@ -147,8 +147,9 @@ class Reconciler:
         compared = compare_rendered(rendered, self.deps) if inputs is not None else rendered
         state = self._assessed(compared, findings.by_resource)
         decision = decide(
-            app, state, self.self_heal_timeout, time.time(), self._finished.get(key, 0)
-        )
+            app, state, self.self_heal_timeout, time.time(), self._finished.get(key, 0),
+            interrupted=self._interrupted(app),
+        )  # fmt: skip
         status = _with_sync_error(state.status(previous=app.status), decision)
         # A new revision about to be synced: its status is written once, after the sync
         # (Argo CD persists the comparison with the operation it starts). Drift is written
@@ -233,6 +234,18 @@ class Reconciler:
         obj = self.view.get(key)
         model = obj.model if obj is not None else None
         return model if isinstance(model, Application) else None
+
+    def _interrupted(self, app: Application) -> bool:
+        """A Running operation in the store whose lock nobody holds: its process died (on
+        etcd only the leader runs operations, and that is this one now)."""
+        op = app.status.operation_state
+        if op is None or not op.phase.running:
+            return False
+        try:
+            with operation_lock(self.lock_dir, app):
+                return True
+        except OperationInProgress:
+            return False
 
     def _save(
         self, key: ConfigKey, old: ApplicationStatus, new: ApplicationStatus, own_op: bool = False

@@ -51,6 +51,7 @@ def default_state_dir(store_root: str | Path) -> Path:
 # monitoring paths. Everything else, present or future, needs a valid token.
 _PUBLIC = frozenset({
     ("POST", "api/v1/session"), ("POST", "api/webhook"), ("GET", "metrics"), ("GET", "healthz"),
+    ("GET", "debug/leaderz"),
 })  # fmt: skip
 
 
@@ -89,12 +90,18 @@ class GitopsServer:
         self.secrets = secrets or WebhookSecrets()
         self.pull_requests = pull_requests
         store = controller.store
-        self.auth = auth or Authenticator(store, ServerState(default_state_dir(store.root)))
+        if auth is None:  # beside a directory store; other stores are given their `auth`
+            root = getattr(store, "root", None)
+            if root is None:
+                raise ValueError(f"{store!r}: the GitOps server needs its `auth`")
+            auth = Authenticator(store, ServerState(default_state_dir(root)))
+        self.auth = auth
         self.router = _AuthenticatedRouter(self.auth)
         self.router.add("POST", "/api/webhook", self.webhook)
         self.router.add("GET", "/metrics", self.metrics)
         self.router.add("GET", "/healthz", self.healthz)
         self.router.add("GET", "/debug/tasks", self.tasks)
+        self.router.add("GET", "/debug/leaderz", self.leaderz)
         from meshpilot.ui import Ui  # (the UI calls this package's API handlers)
 
         api = ApplicationApi(controller, self.auth)
@@ -147,3 +154,7 @@ class GitopsServer:
     async def tasks(self, request: Request, args: list[str]) -> Response:
         tasks = self.controller.tasks
         return Response.json({"ready": tasks.ready, "tasks": tasks.status()})
+
+    async def leaderz(self, request: Request, args: list[str]) -> Response:
+        """Who leads the GitOps controllers (this one, alone on a directory store)."""
+        return Response.json(self.controller.leadership.as_json())

@@ -23,6 +23,7 @@ from meshpilot.config.kinds import Kind
 from meshpilot.errors import MeshpilotError
 from meshpilot.gitops.admission import Caller
 from meshpilot.gitops.auth import Authenticator, Unauthenticated
+from meshpilot.gitops.controller.leadership import NotLeading
 from meshpilot.gitops.controller.loop import Controller
 from meshpilot.gitops.controller.queue import Level
 from meshpilot.gitops.errors import ApplicationNotFound, PermissionDenied
@@ -100,6 +101,8 @@ class ApplicationApi:
             return Response.error(str(exc), 404)
         except (OperationInProgress, SyncWindowBlocked) as exc:
             return Response.error(str(exc), 409)
+        except NotLeading as exc:
+            return Response.error(str(exc), 503)
         except HttpError as exc:  # (a body of the wrong shape: 400 naming the field)
             return Response.error(str(exc), exc.status)
         except (MeshpilotError, ValueError, KeyError, TypeError) as exc:
@@ -130,6 +133,7 @@ class ApplicationApi:
         async def work() -> Response:
             key, _, _ = self._app(request, args, "get")
             if request.param("refresh"):
+                self.controller.leadership.check()
                 await self.controller.refresh(key, Level.LATEST)
             return Response.json(self.store.manifest(key))
 
@@ -138,6 +142,7 @@ class ApplicationApi:
     async def diff(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
             key, app, _ = self._app(request, args, "get")
+            self.controller.leadership.check()
             await self.controller.refresh(key, Level.LATEST)
             state = await asyncio.to_thread(self.controller.reconciler.refresh, app)
             if state.comparison is None:
@@ -155,6 +160,7 @@ class ApplicationApi:
     async def sync(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
             key, app, user = self._app(request, args, "sync")
+            self.controller.leadership.check()
             body = request.model(SyncBody)
             params = SyncParams(
                 prune=body.prune,
@@ -184,6 +190,7 @@ class ApplicationApi:
     async def rollback(self, request: Request, args: list[str]) -> Response:
         async def work() -> Response:
             key, app, user = self._app(request, args, "sync")
+            self.controller.leadership.check()
             body = request.model(RollbackBody)
             history_id = body.id
             params = SyncParams(

@@ -25,7 +25,12 @@ from pathlib import Path
 
 from meshpilot.errors import MeshpilotError
 from meshpilot.gitops.diff.keys import ResourceKey, is_namespaced
-from meshpilot.gitops.model import Application, ApplicationSource, OperationPhase
+from meshpilot.gitops.model import (
+    Application,
+    ApplicationSource,
+    OperationPhase,
+    OperationState,
+)
 from meshpilot.gitops.refresh import (
     AppState,
     RefreshDeps,
@@ -82,6 +87,8 @@ def execute_sync(
         if not can_sync(first.project, app, manual=manual).allowed:
             raise SyncWindowBlocked()
         started = now()
+        if params.automated and not params.dry_run:
+            _mark_running(app, deps, params, started)
         outcome = _run_with_retries(effective, deps, params, first, sleep)
         outcome = replace(outcome, started_at=started, finished_at=now())
         if not params.dry_run:
@@ -199,6 +206,23 @@ def _selected(keys: frozenset[ResourceKey] | None, namespace: str) -> frozenset[
         replace(k, namespace=namespace) if not k.namespace and is_namespaced(k.kind) else k
         for k in keys
     )
+
+
+def _mark_running(app: Application, deps: RefreshDeps, params: SyncParams, started: str) -> None:
+    """An automated operation is in the store before its first write: when its controller
+    dies before recording the end, the next one (a restart, the new leader) sees it
+    Running and not locked, and runs it again to its end (idempotent), so that it is
+    recorded exactly once."""
+    key = app_key(app)
+    current = deps.store.get(key)
+    stored = (
+        current.model if current is not None and isinstance(current.model, Application) else app
+    )
+    running = OperationState(
+        operation=params.operation(), phase=OperationPhase.RUNNING, started_at=started,
+        message="automated sync running",
+    )  # fmt: skip
+    save_status(deps.store, key, stored.status.model_copy(update={"operation_state": running}))
 
 
 def _record(

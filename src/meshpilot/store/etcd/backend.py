@@ -29,7 +29,7 @@ from meshpilot.store.admission import refuse_unstorable
 from meshpilot.store.base import MESH_KEY, ChangeEvent, ChangeHandler, StoreSnapshot
 from meshpilot.store.etcd.client import EtcdClient, KeyValue
 from meshpilot.store.etcd.codec import decode_values, encode_value, etcd_key, key_of, read_value
-from meshpilot.store.etcd.errors import EtcdError
+from meshpilot.store.etcd.errors import EtcdError, NotLeaderError
 from meshpilot.store.etcd.target import EtcdTarget
 from meshpilot.store.etcd.watch import follow
 from meshpilot.store.matching import changed_keys, matching_documents, mesh_of, mesh_source
@@ -64,6 +64,9 @@ class EtcdStore:
         self._handlers: list[ChangeHandler] = []
         self.lock = threading.RLock()  # held while the snapshot changes
         self.loaded = False
+        # (leader key, term): every write then requires that this replica still leads
+        # (store/etcd/lease.py); None: unfenced writes (the CLI, discovery, the API).
+        self.fence: tuple[bytes, int] | None = None
 
     def __repr__(self) -> str:
         return f"EtcdStore({self.target.display()})"
@@ -139,7 +142,9 @@ class EtcdStore:
                 return [_result(key, m, action) for key, m, action in planned]
             puts = [(etcd_key(self.prefix, k), encode_value(m)) for k, m in changes]
             expected = [(etcd_key(self.prefix, k), _mod(current.get(k))) for k, _ in changes]
-            applied, revision = self.client.swap(expected, puts)
+            applied, revision = self.client.swap(expected, puts, fence=self.fence)
+            if not applied:
+                self._check_fence()
             if applied:
                 for _, manifest, action in planned:
                     if action is not ApplyAction.UNCHANGED:
@@ -160,11 +165,27 @@ class EtcdStore:
             if dry_run or not present:
                 return results
             expected = [(kv.key, kv.mod_revision) for kv in present.values()]
-            applied, revision = self.client.swap(expected, deletes=[e for e, _ in expected])
+            deletes = [e for e, _ in expected]
+            applied, revision = self.client.swap(expected, deletes=deletes, fence=self.fence)
+            if not applied:
+                self._check_fence()
             if applied:
                 self._after_write((), present, revision)
                 return results
         raise ConflictError(keys[0], f"other writers changed it {_ATTEMPTS} times in a row")
+
+    def _check_fence(self) -> None:
+        """NotLeaderError when the write failed on the fence (the leader key is gone or
+        another's: its one put makes its mod revision the term), not on a conflict."""
+        fence = self.fence
+        if fence is None:
+            return
+        held = self.client.get_many([fence[0]]).kvs
+        if not held or held[0].mod_revision != fence[1]:
+            raise NotLeaderError(
+                f"etcd {self.target.display()}: write refused: this replica no longer leads "
+                f"({fence[0].decode(errors='replace')} was lost, term {fence[1]})"
+            )
 
     def _stored_manifest(self, kv: KeyValue | None) -> Manifest | None:
         if kv is None:

@@ -92,7 +92,8 @@ class EtcdClient:
                 self._current += 1
                 self._channel = None
 
-    def _call(self, what: str, call: Callable[[grpc.Channel], T]) -> T:
+    def call(self, what: str, call: Callable[[grpc.Channel], T]) -> T:
+        """`call` on the current endpoint, on the next ones while they are unreachable."""
         failure: grpc.RpcError | None = None
         for _ in self.target.endpoints:
             channel = self._channel_now()
@@ -118,7 +119,7 @@ class EtcdClient:
         def call(channel: grpc.Channel) -> Any:
             return rpc_pb2_grpc.KVStub(channel).Range(request, timeout=self.timeout)
 
-        response = self._call("list", call)
+        response = self.call("list", call)
         kvs = tuple(KeyValue(kv.key, kv.value, kv.mod_revision) for kv in response.kvs)
         return Snapshot(response.header.revision, kvs)
 
@@ -132,7 +133,7 @@ class EtcdClient:
                 rpc_pb2.RequestOp(request_range=rpc_pb2.RangeRequest(key=k, revision=revision))
                 for k in keys[start : start + _READS_PER_TXN]
             ]
-            response = self._txn("read", rpc_pb2.TxnRequest(success=ops))
+            response = self.txn("read", rpc_pb2.TxnRequest(success=ops))
             revision = revision or int(response.header.revision)
             kvs += (
                 KeyValue(kv.key, kv.value, kv.mod_revision)
@@ -146,9 +147,11 @@ class EtcdClient:
         expected: Sequence[tuple[bytes, int]],
         puts: Sequence[tuple[bytes, bytes]] = (),
         deletes: Sequence[bytes] = (),
+        fence: tuple[bytes, int] | None = None,
     ) -> tuple[bool, int]:
         """One transaction: when every key's mod revision is still the expected one (0: the
-        key is absent), write `puts` and `deletes` together. (applied, revision)."""
+        key is absent), and the `fence` key (a leader key, lease.py) still has the given
+        create revision, write `puts` and `deletes` together. (applied, revision)."""
         compare = [
             rpc_pb2.Compare(
                 result=rpc_pb2.Compare.EQUAL,
@@ -158,12 +161,21 @@ class EtcdClient:
             )
             for key, revision in expected
         ]
+        if fence is not None:
+            compare.append(
+                rpc_pb2.Compare(
+                    result=rpc_pb2.Compare.EQUAL,
+                    target=rpc_pb2.Compare.CREATE,
+                    key=fence[0],
+                    create_revision=fence[1],
+                )
+            )
         ops = [rpc_pb2.RequestOp(request_put=rpc_pb2.PutRequest(key=k, value=v)) for k, v in puts]
         ops += [
             rpc_pb2.RequestOp(request_delete_range=rpc_pb2.DeleteRangeRequest(key=k))
             for k in deletes
         ]
-        response = self._txn("write", rpc_pb2.TxnRequest(compare=compare, success=ops))
+        response = self.txn("write", rpc_pb2.TxnRequest(compare=compare, success=ops))
         return bool(response.succeeded), int(response.header.revision)
 
     def compact(self, revision: int) -> None:
@@ -173,10 +185,10 @@ class EtcdClient:
         def call(channel: grpc.Channel) -> Any:
             return rpc_pb2_grpc.KVStub(channel).Compact(request, timeout=self.timeout)
 
-        self._call("compact", call)
+        self.call("compact", call)
 
-    def _txn(self, what: str, request: Any) -> Any:
+    def txn(self, what: str, request: Any) -> Any:
         def call(channel: grpc.Channel) -> Any:
             return rpc_pb2_grpc.KVStub(channel).Txn(request, timeout=self.timeout)
 
-        return self._call(what, call)
+        return self.call(what, call)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from meshpilot.errors import MeshpilotError
 
-__all__ = ["EtcdError", "EtcdUrlError"]
+__all__ = ["EtcdError", "EtcdUrlError", "NotLeaderError"]
 
 
 class EtcdUrlError(MeshpilotError):
@@ -13,3 +13,7 @@ class EtcdUrlError(MeshpilotError):
 
 class EtcdError(MeshpilotError):
     """etcd could not be reached, or refused a request."""
+
+
+class NotLeaderError(EtcdError):
+    """A fenced write refused: this replica no longer holds the leader key (lease.py)."""
