@@ -26,6 +26,7 @@ __all__ = [
     "RECORDS_DIR",
     "ControlPlaneRecord",
     "find_record",
+    "live_records",
     "record_key",
     "remove_record",
     "root_cert_path",
@@ -47,6 +48,9 @@ class ControlPlaneRecord:
     root_cert: str  # the mesh root (public)
     xds_uds: str = ""
     secure_uds: str = ""
+    revision: str = ""  # the revision it serves ("" for a plain `meshpilot discovery`)
+    monitoring_port: int = 0  # HTTP debug (15014): `meshpilot version` asks it
+    webhook_port: int = 0  # the injection webhook (15017), 0 when off
 
     def serves(self, address: str) -> bool | None:
         """Whether `address` (an agent's --discovery-address) reaches this control plane:
@@ -129,21 +133,30 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def find_record(ca_dir: Path, address: str) -> tuple[ControlPlaneRecord, bool] | None:
-    """The running control plane whose record in `ca_dir` serves `address`, and whether
-    that address is its TLS port; None when there is none (records of dead processes are
-    skipped). Never creates anything."""
+def live_records(ca_dir: Path) -> list[ControlPlaneRecord]:
+    """The records of the control planes running on this machine (dead ones skipped)."""
+    out: list[ControlPlaneRecord] = []
     try:
         paths = sorted((ca_dir / RECORDS_DIR).glob("*-*.json"))
     except OSError:
-        return None
+        return out
     for path in paths:
         try:
             record = ControlPlaneRecord(**json.loads(path.read_text()))
         except (OSError, ValueError, TypeError) as exc:
             log.debug("skipping control plane record %s: %s", path, exc)
             continue
+        if _alive(record.pid):
+            out.append(record)
+    return out
+
+
+def find_record(ca_dir: Path, address: str) -> tuple[ControlPlaneRecord, bool] | None:
+    """The running control plane whose record in `ca_dir` serves `address`, and whether
+    that address is its TLS port; None when there is none (records of dead processes are
+    skipped). Never creates anything."""
+    for record in live_records(ca_dir):
         tls = record.serves(address)
-        if tls is not None and _alive(record.pid):
+        if tls is not None:
             return record, tls
     return None
