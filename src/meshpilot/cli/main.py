@@ -51,6 +51,22 @@ COMMANDS: dict[str, LazyCommand] = {
         "meshpilot.cli.manifest:manifest",
         "Render an installation's Kubernetes manifests (istioctl manifest generate | diff).",
     ),
+    "operator": LazyCommand(
+        "meshpilot.cli.operator:operator",
+        "Run the control plane of every IstioOperator in the store (Istio's operator).",
+    ),
+    "install": LazyCommand(
+        "meshpilot.cli.install:install",
+        "Install a control plane revision into the live store (istioctl install).",
+    ),
+    "uninstall": LazyCommand(
+        "meshpilot.cli.install:uninstall",
+        "Remove a control plane revision, or everything (istioctl uninstall).",
+    ),
+    "tag": LazyCommand(
+        "meshpilot.cli.tag:tag", "Revision tags: set, list, remove, generate (istioctl tag)."
+    ),
+    "x": LazyCommand("meshpilot.cli.experimental:x", "Experimental commands: precheck."),
     "profile": LazyCommand(
         "meshpilot.cli.profile:profile", "List, dump and compare install profiles (istioctl)."
     ),
