@@ -189,8 +189,8 @@ def uninstall(
     objects = store.snapshot().objects
     removal = plan_purge(objects) if purge else plan_uninstall(objects, revision or "")
     if not removal.keys:
-        what = "anything installed" if purge else f"an installation of revision {revision}"
-        raise MeshpilotError(f"the store holds no {what}")
+        what = "no installation" if purge else f"no installation of revision {revision}"
+        raise MeshpilotError(f"the store holds {what}: nothing to uninstall")
     for warning in removal.warnings:
         click.echo(f"WARNING: {warning}", err=True)
     listing = "\n".join(f"  {k.kind} {k.namespace + '/' if k.namespace else ''}{k.name}"
