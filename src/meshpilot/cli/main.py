@@ -15,7 +15,7 @@ __all__ = ["COMMANDS", "cli", "main"]
 
 DEBUG_ENV = "MESHPILOT_DEBUG"  # set to 1 to see the traceback of an internal error
 
-# Every command but `version`, imported only when it runs (see lazy_group.py).
+# Every command, imported only when it runs (see lazy_group.py).
 COMMANDS: dict[str, LazyCommand] = {
     "analyze": LazyCommand(
         "meshpilot.cli.analyze:analyze",
@@ -65,6 +65,10 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "tag": LazyCommand(
         "meshpilot.cli.tag:tag", "Revision tags: set, list, remove, generate (istioctl tag)."
+    ),
+    "version": LazyCommand(
+        "meshpilot.cli.version_cmd:version",
+        "Print the client, control plane and data plane versions (istioctl version).",
     ),
     "x": LazyCommand("meshpilot.cli.experimental:x", "Experimental commands: precheck."),
     "profile": LazyCommand(
@@ -119,12 +123,6 @@ def cli(ctx: click.Context) -> None:
         from meshpilot.gitops.model import register_gitops_kinds
 
         register_gitops_kinds()
-
-
-@cli.command()
-def version() -> None:
-    """Print the meshpilot client version."""
-    click.echo(__version__)
 
 
 def main() -> None:

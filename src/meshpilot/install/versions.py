@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from meshpilot.install.spec import IstioOperator
-from meshpilot.model.proxy import ISTIO_VERSION
+from meshpilot.istio_version import ISTIO_VERSION
 
 __all__ = ["MAX_MINOR_SKEW", "Skew", "installed_version", "minor_skew", "parse_version"]
 
