@@ -23,6 +23,13 @@ from meshpilot.install.operator_record import find_operator
 from meshpilot.security.control_plane_record import ControlPlaneRecord, live_records
 
 IOP = "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nspec: {profile: minimal}\n"
+GITOPS_IOP = """apiVersion: install.istio.io/v1alpha1
+kind: IstioOperator
+metadata: {name: default-istiocontrolplane, namespace: istio-system}
+spec:
+  profile: minimal
+  revision: c
+"""
 VS = """apiVersion: networking.istio.io/v1
 kind: VirtualService
 metadata: {{name: only-{rev}, namespace: default, labels: {{istio.io/rev: {rev}}}}}
@@ -138,6 +145,29 @@ def test_install_two_revisions_operator_restart_tag_and_uninstall(tmp_path: Path
         ("a", "1.27.0"),
         ("b", "1.28.0"),
     ]
+
+    # an IstioOperator delivered as any object is (kubectl apply, GitOps sync): installed,
+    # a change rolled out through its ConfigMaps, its deletion stops the control plane
+    delivered = tmp_path / "iop-c.yaml"
+    delivered.write_text(GITOPS_IOP)
+    assert _meshpilot("apply", "-f", str(delivered), *common).returncode == 0
+    _record(ca, "c")
+    delivered.write_text(GITOPS_IOP + "  meshConfig: {accessLogFile: /dev/stdout}\n")
+    assert _meshpilot("apply", "-f", str(delivered), *common).returncode == 0
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        mesh = yaml.safe_load(_meshpilot("get", "cm", "istio-c", "-n", "istio-system", "-o",
+                                         "yaml", *common).stdout)["data"]["mesh"]  # fmt: skip
+        if "accessLogFile: /dev/stdout" in mesh:
+            break
+        time.sleep(0.3)
+    assert "accessLogFile: /dev/stdout" in mesh
+    deleted = _meshpilot("delete", "-f", str(delivered), *common)
+    assert deleted.returncode == 0, deleted.stderr
+    deadline = time.monotonic() + 30
+    while any(r.revision == "c" for r in live_records(ca)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert {r.revision for r in live_records(ca)} == {"a", "b"}
 
     removed = _meshpilot("uninstall", "--revision", "a", "-y", "--ca-dir", str(ca), *common)
     assert removed.returncode == 0, removed.stdout + removed.stderr

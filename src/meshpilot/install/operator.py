@@ -74,7 +74,8 @@ def desired_revisions(store: WatchedStore) -> tuple[dict[str, DesiredRevision], 
                 [OperatorFile(origin, manifest.get("metadata") or {}, manifest.get("spec") or {})]
             )
         except MeshpilotError as exc:
-            problems.append(str(exc))
+            text = str(exc)
+            problems.append(text if text.startswith(origin) else f"{origin}: {text}")
             continue
         revision = resolved.operator.revision
         if revision in out:
