@@ -34,8 +34,8 @@ def test_one_control_plane_per_revision(tmp_path: Path) -> None:
     assert problems == [
         "IstioOperator istio-system/b: revision 'canary' is installed by IstioOperator "
         "istio-system/a; ignored",
-        "IstioOperator istio-system/d: unknown profile 'nope'; valid profiles: default, demo, empty, external, minimal, "
-        "preview, remote",
+        "IstioOperator istio-system/d: unknown profile 'nope'; valid profiles: default, "
+        "demo, empty, external, minimal, preview, remote",
     ]
     argv = Operator(store, str(tmp_path / "s"), tmp_path / "ca").argv("canary")
     assert argv[3:7] == ["discovery", "--store", str(tmp_path / "s"), "--revision"]
