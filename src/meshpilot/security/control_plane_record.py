@@ -26,6 +26,7 @@ __all__ = [
     "RECORDS_DIR",
     "ControlPlaneRecord",
     "find_record",
+    "find_revision_record",
     "live_records",
     "record_key",
     "remove_record",
@@ -149,6 +150,25 @@ def live_records(ca_dir: Path) -> list[ControlPlaneRecord]:
         if _alive(record.pid):
             out.append(record)
     return out
+
+
+def _revision_of_address(address: str) -> str | None:
+    """`istiod-1-15-4.istio-system.svc:15012` -> "1-15-4"; `istiod.<ns>.svc...` -> "default";
+    None for an address that names no istiod Service (the injected discoveryAddress)."""
+    host = address.rpartition(":")[0] if ":" in address else address
+    name = host.split(".")[0]
+    if name == "istiod":
+        return "default"
+    return name.removeprefix("istiod-") if name.startswith("istiod-") else None
+
+
+def find_revision_record(ca_dir: Path, revision_or_address: str) -> ControlPlaneRecord | None:
+    """The running control plane of a revision ("default" for the default one), given by
+    name or by the address an injected proxy is told (`istiod-<rev>.<ns>.svc:15012`): how
+    `meshpilot run` reaches a revision's control plane on this machine."""
+    revision = _revision_of_address(revision_or_address) or revision_or_address
+    found = [r for r in live_records(ca_dir) if (r.revision or "default") == revision]
+    return found[-1] if found else None
 
 
 def find_record(ca_dir: Path, address: str) -> tuple[ControlPlaneRecord, bool] | None:

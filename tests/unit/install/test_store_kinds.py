@@ -3,6 +3,7 @@ shared store (Istio's istio.io/rev rule); a control plane publishing its webhook
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,11 @@ from meshpilot.config.kinds import Kind
 from meshpilot.config.yaml_source import read_text
 from meshpilot.discovery.revision_view import RevisionView
 from meshpilot.inject.webhook_store import publish_webhook
+from meshpilot.security.control_plane_record import (
+    ControlPlaneRecord,
+    find_revision_record,
+    write_record,
+)
 from meshpilot.store.directory import DirectoryStore
 from meshpilot.store.writes import InvalidObjectsError
 
@@ -126,3 +132,16 @@ def test_control_plane_publishes_its_webhook_and_retargets_its_tags(tmp_path: Pa
     )
     assert tag is not None  # the tag keeps its own selectors
     assert tag["webhooks"][0]["namespaceSelector"]["matchExpressions"][0]["values"] == ["prod"]
+
+
+def test_a_revisions_record_is_found_by_name_or_injected_address(tmp_path: Path) -> None:
+    ca = tmp_path / "ca"
+    for revision, port in (("1-15-4", 20010), ("default", 20020)):
+        record = ControlPlaneRecord(os.getpid(), "127.0.0.1", port, port + 2,
+                                    str(ca / f"root-{port}.pem"), revision=revision)  # fmt: skip
+        write_record(ca, record, b"root")
+    found = find_revision_record(ca, "istiod-1-15-4.istio-system.svc:15012")
+    assert found is not None and found.xds_port == 20010
+    default = find_revision_record(ca, "istiod.istio-system.svc:15012")
+    assert default is not None and default.xds_port == 20020
+    assert find_revision_record(ca, "1-14-3") is None
