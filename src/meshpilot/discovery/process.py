@@ -28,6 +28,7 @@ from meshpilot.discovery.debug_api import debug_routes
 from meshpilot.discovery.http import HttpRequest, HttpResponse, HttpServer, Route
 from meshpilot.discovery.revision_view import RevisionView
 from meshpilot.discovery.unsupported import UnsupportedFieldLog
+from meshpilot.errors import MeshpilotError
 from meshpilot.inject.store_injector import StoreInjector
 from meshpilot.inject.webhook import InjectionWebhook
 from meshpilot.inject.webhook_config import mutating_webhook_configuration
@@ -135,7 +136,12 @@ class Discovery:
         if revision and not isinstance(self.store, FileStore):
             # a revision's control plane on a live store keeps its webhook configuration
             # (and its tags') there, as istiod patches its caBundle in a cluster
-            await asyncio.to_thread(publish_webhook, self.store, secure.ca.root_pem, revision, url)
+            try:
+                await asyncio.to_thread(
+                    publish_webhook, self.store, secure.ca.root_pem, revision, url
+                )
+            except MeshpilotError as exc:  # injection still works for whoever knows the url
+                log.error("discovery: webhook configuration not written to the store: %s", exc)
 
     def _write_record(self, secure: SecureServer) -> Path:
         """Where proxy agents on this machine find this control plane, its root and its
