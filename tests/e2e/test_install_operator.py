@@ -2,7 +2,8 @@
 revision a (which starts `meshpilot operator`, which runs a's discovery), install b beside it
 (both serve, each seeing its own istio.io/rev config), a's discovery killed and restarted by
 the operator, the `default` tag moved from a to b, `uninstall --revision a`, then `--purge`.
-Real processes on free loopback ports; every process started here is stopped at the end."""
+A sidecar (real Envoy) on b shows in `version`'s data plane. Real processes on free
+loopback ports; every process started here is stopped at the end."""
 
 from __future__ import annotations
 
@@ -18,9 +19,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tests.e2e.agent_harness import Agent, http_get, wait_for
 
 from meshpilot.install.operator_record import find_operator
+from meshpilot.istio_version import ISTIO_VERSION
+from meshpilot.runtime.ports import free_ports
 from meshpilot.security.control_plane_record import ControlPlaneRecord, live_records
+from meshpilot.settings import Ports
+
+pytestmark = pytest.mark.envoy
 
 IOP = "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nspec: {profile: minimal}\n"
 GITOPS_IOP = """apiVersion: install.istio.io/v1alpha1
@@ -50,6 +57,22 @@ def _get(port: int, path: str) -> tuple[int, str]:
             return response.status, response.read().decode()
     except OSError as exc:
         return 0, str(exc)
+
+
+def _sidecar(tmp_path: Path, ca: Path, xds_port: int) -> Agent:
+    admin, status, health, prometheus = free_ports(4)
+    ports = Ports(envoy_admin=admin, agent_status=status, health=health, prometheus=prometheus)
+    log = tmp_path / "agent.log"
+    argv = [sys.executable, "-c", "from meshpilot.cli.main import main; main()", "proxy",
+            "sidecar", "--pod", "web-1.default", "--ip", "127.0.0.1",
+            "--discovery-address", f"127.0.0.1:{xds_port}", "--ca-dir", str(ca),
+            "--interception-mode", "NONE", "--admin-port", str(admin),
+            "--status-port", str(status), "--health-port", str(health),
+            "--prometheus-port", str(prometheus), "--concurrency", "1", "--drain-time-s", "1",
+            "--termination-drain-duration", "0.5s"]  # fmt: skip
+    with log.open("wb") as out:
+        proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+    return Agent(proc, ports, xds_port, tmp_path / "agent", log)
 
 
 def _record(ca: Path, revision: str, timeout: float = 60) -> ControlPlaneRecord:
@@ -140,11 +163,23 @@ def test_install_two_revisions_operator_restart_tag_and_uninstall(tmp_path: Path
     urls = {h["clientConfig"]["url"] for h in tag["webhooks"]}
     assert urls == {f"https://127.0.0.1:{b.webhook_port}/inject"}  # b's webhook, published
 
-    version = json.loads(_meshpilot("version", "-o", "json", "--ca-dir", str(ca), *common).stdout)
+    agent = _sidecar(tmp_path, ca, b.xds_port)
+    try:
+        wait_for(lambda: http_get(agent.ports.health, "/healthz/ready")[0] == 200,
+                 f"sidecar on b ready; log:\n{agent.log}", timeout=60)  # fmt: skip
+        version = json.loads(_meshpilot("version", "-o", "json", "--ca-dir", str(ca)).stdout)
+        text = _meshpilot("version", "--ca-dir", str(ca), *common).stdout.splitlines()
+    finally:
+        agent.stop()
     assert sorted((m["Revision"], m["Info"]["version"]) for m in version["meshVersion"]) == [
-        ("a", "1.27.0"),
-        ("b", "1.28.0"),
+        ("a", ISTIO_VERSION),  # without the store: the version meshpilot speaks
+        ("b", ISTIO_VERSION),
     ]
+    assert [(p["Revision"], p["IstioVersion"]) for p in version["dataPlaneVersion"]] == [
+        ("b", ISTIO_VERSION)
+    ]
+    assert text[1] == "control plane version: 1.27.0 (revision a), 1.28.0 (revision b)"
+    assert text[2] == f"data plane version: {ISTIO_VERSION} (1 proxy)"
 
     # an IstioOperator delivered as any object is (kubectl apply, GitOps sync): installed,
     # a change rolled out through its ConfigMaps, its deletion stops the control plane

@@ -53,7 +53,7 @@ def _proxies(record: ControlPlaneRecord) -> list[dict[str, Any]]:
 
 
 def _report(ca_dir: Path, store_url: str) -> dict[str, Any]:
-    records = live_records(ca_dir)
+    records = sorted(live_records(ca_dir), key=lambda r: (r.revision, r.pid))
     versions = _revision_versions(store_url) if records else {}
     mesh, data_plane = [], []
     for record in records:
