@@ -3,6 +3,7 @@ is written (in one write, or nothing), the refusals of istioctl, and the lines a
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import yaml
@@ -12,6 +13,7 @@ from meshpilot.cli.main import cli
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.inject.webhook_target import served_names, webhook_target
+from meshpilot.install.operator_record import OperatorRecord, write_operator_record
 from meshpilot.store.directory import DirectoryStore
 
 MWC = Kind.MUTATING_WEBHOOK_CONFIGURATION
@@ -137,3 +139,16 @@ def test_uninstall_removes_one_revision_and_keeps_tags(tmp_path: Path) -> None:
     assert "holds no installation of revision 1-15-4: nothing to uninstall" in none.output
     key = ConfigKey(MWC, "", "istio-revision-tag-prod")
     assert DirectoryStore(store).get(key) is None
+
+
+def test_install_names_the_failed_step(tmp_path: Path) -> None:
+    ca = tmp_path / "ca"
+    # an operator (this process, alive) already runs for another store with this CA dir
+    write_operator_record(ca, OperatorRecord(os.getpid(), str(tmp_path / "elsewhere")))
+    iop = tmp_path / "iop.yaml"
+    iop.write_text(IOP)
+    result = _run(tmp_path / "store", "install", "-f", str(iop), "-y", "--ca-dir", str(ca))
+    assert result.exit_code == 1
+    assert result.output.splitlines()[0] == "\u2714 Istio core installed"
+    assert "\u2718 Istiod: the operator for" in result.output
+    assert f"serves the store {tmp_path / 'elsewhere'}, not {tmp_path / 'store'}" in result.output
