@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable
 
 from meshpilot.analysis.annotations import check_annotations
 from meshpilot.analysis.conflicting_virtual_services import check_conflicting_virtual_services
+from meshpilot.analysis.deprecated_fields import check_deprecated_fields
 from meshpilot.analysis.destination_rule_tls import check_destination_rule_tls
 from meshpilot.analysis.destination_rules import check_destination_rules
 from meshpilot.analysis.envoy_filters import check_envoy_filters
@@ -62,6 +63,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     check_gateway_ports,
     check_envoy_filters,
     check_telemetry_providers,
+    check_deprecated_fields,
 )
 
 

@@ -31,6 +31,7 @@ MESSAGES: dict[str, MessageType] = {
     m.code: m
     for m in (
         MessageType("IST0001", "InternalError", E),
+        MessageType("IST0002", "Deprecated", W),
         MessageType("IST0101", "ReferencedResourceNotFound", E),
         MessageType("IST0102", "NamespaceNotInjected", INFO),
         MessageType("IST0103", "PodMissingProxy", W),

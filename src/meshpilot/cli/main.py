@@ -15,7 +15,7 @@ __all__ = ["COMMANDS", "cli", "main"]
 
 DEBUG_ENV = "MESHPILOT_DEBUG"  # set to 1 to see the traceback of an internal error
 
-# Every command but `version`, imported only when it runs (see lazy_group.py).
+# Every command, imported only when it runs (see lazy_group.py).
 COMMANDS: dict[str, LazyCommand] = {
     "analyze": LazyCommand(
         "meshpilot.cli.analyze:analyze",
@@ -51,6 +51,26 @@ COMMANDS: dict[str, LazyCommand] = {
         "meshpilot.cli.manifest:manifest",
         "Render an installation's Kubernetes manifests (istioctl manifest generate | diff).",
     ),
+    "operator": LazyCommand(
+        "meshpilot.cli.operator:operator",
+        "Run the control plane of every IstioOperator in the store (Istio's operator).",
+    ),
+    "install": LazyCommand(
+        "meshpilot.cli.install:install",
+        "Install a control plane revision into the live store (istioctl install).",
+    ),
+    "uninstall": LazyCommand(
+        "meshpilot.cli.install:uninstall",
+        "Remove a control plane revision, or everything (istioctl uninstall).",
+    ),
+    "tag": LazyCommand(
+        "meshpilot.cli.tag:tag", "Revision tags: set, list, remove, generate (istioctl tag)."
+    ),
+    "version": LazyCommand(
+        "meshpilot.cli.version_cmd:version",
+        "Print the client, control plane and data plane versions (istioctl version).",
+    ),
+    "x": LazyCommand("meshpilot.cli.experimental:x", "Experimental commands: precheck."),
     "profile": LazyCommand(
         "meshpilot.cli.profile:profile", "List, dump and compare install profiles (istioctl)."
     ),
@@ -103,12 +123,6 @@ def cli(ctx: click.Context) -> None:
         from meshpilot.gitops.model import register_gitops_kinds
 
         register_gitops_kinds()
-
-
-@cli.command()
-def version() -> None:
-    """Print the meshpilot client version."""
-    click.echo(__version__)
 
 
 def main() -> None:

@@ -41,6 +41,8 @@ class Kind(StrEnum):
     # Argo CD kinds: names only; their models live in meshpilot.gitops (registered by the CLI).
     APPLICATION = "Application"
     APP_PROJECT = "AppProject"
+    ISTIO_OPERATOR = "IstioOperator"
+    MUTATING_WEBHOOK_CONFIGURATION = "MutatingWebhookConfiguration"
 
 
 _NETWORKING = (
@@ -78,6 +80,8 @@ _API_VERSIONS: dict[Kind, tuple[str, ...]] = {
     Kind.MESH_CONFIG: ("meshpilot.io/v1alpha1", "install.istio.io/v1alpha1"),
     Kind.APPLICATION: ("argoproj.io/v1alpha1",),
     Kind.APP_PROJECT: ("argoproj.io/v1alpha1",),
+    Kind.ISTIO_OPERATOR: ("install.istio.io/v1alpha1",),
+    Kind.MUTATING_WEBHOOK_CONFIGURATION: ("admissionregistration.k8s.io/v1",),
 }
 
 # Istio's API groups: a kind of these groups that meshpilot does not know is an error, not a
@@ -90,7 +94,9 @@ NOT_APPLIED_KINDS: frozenset[Kind] = frozenset(
     {Kind.WASM_PLUGIN, Kind.PROXY_CONFIG, Kind.WORKLOAD_GROUP}
 )
 
-CLUSTER_SCOPED: frozenset[Kind] = frozenset({Kind.NAMESPACE, Kind.MESH_CONFIG})
+CLUSTER_SCOPED: frozenset[Kind] = frozenset(
+    {Kind.NAMESPACE, Kind.MESH_CONFIG, Kind.MUTATING_WEBHOOK_CONFIGURATION}
+)
 # Kinds whose changes can be served by EDS alone (Istio: endpoint events, not config events).
 ENDPOINT_KINDS: frozenset[Kind] = frozenset(
     {Kind.POD, Kind.ENDPOINTS, Kind.ENDPOINT_SLICE, Kind.WORKLOAD_ENTRY}

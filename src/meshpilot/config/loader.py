@@ -40,6 +40,8 @@ class LoadResult:
     objects: list[ConfigObject[TopLevel]] = field(default_factory=list)
     mesh: MeshConfig = field(default_factory=MeshConfig)
     mesh_origin: Origin | None = None
+    # revisions whose ConfigMap `istio[-<rev>]` was read ("" for `istio`): one of each
+    mesh_revisions: set[str] = field(default_factory=set)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # Stand-ins of invalid security policies (config/fail_closed.py); not in `objects`.
     fail_closed: list[ConfigObject[TopLevel]] = field(default_factory=list)
@@ -171,7 +173,10 @@ def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | 
     for err in errors:
         result.diagnostics.append(_diag(origin, key, err.path, err.message, err.severity))
     if isinstance(model, ConfigMap) and _is_mesh_config_map(model) and "mesh" in model.data:
-        _set_mesh_text(model.data["mesh"], origin, result)
+        revision = model.metadata.labels.get("istio.io/rev", "")
+        _set_mesh_text(
+            model.data["mesh"], origin, result, "" if model.metadata.name == "istio" else revision
+        )
     return ConfigObject(key, model, origin)
 
 
@@ -204,7 +209,7 @@ def _is_mesh_config_map(cm: ConfigMap) -> bool:
     return cm.metadata.name in ("istio", f"istio-{revision}")
 
 
-def _set_mesh_text(text: str, origin: Origin, result: LoadResult) -> None:
+def _set_mesh_text(text: str, origin: Origin, result: LoadResult, revision: str) -> None:
     mesh_line = origin.line_of(("data", "mesh"))
     try:
         data = load_yaml(text, "data.mesh") or {}
@@ -220,12 +225,19 @@ def _set_mesh_text(text: str, origin: Origin, result: LoadResult) -> None:
             )
         )
         return
-    _set_mesh(data, Origin(origin.file, mesh_line), result, prefix=("data", "mesh"))
+    _set_mesh(data, Origin(origin.file, mesh_line), result, ("data", "mesh"), revision)
 
 
 def _set_mesh(
-    data: Any, origin: Origin, result: LoadResult, prefix: tuple[str | int, ...] = ()
+    data: Any,
+    origin: Origin,
+    result: LoadResult,
+    prefix: tuple[str | int, ...] = (),
+    revision: str | None = None,
 ) -> None:
+    """`revision`: of a ConfigMap `istio[-<rev>]`. Each revision has its own, and each
+    revision's control plane reads its own (discovery/revision_view.py); the first one
+    read is the mesh of a reader that serves no revision."""
     mesh, errors = parse_mesh_config(data)
     for path, message, severity in errors:
         result.diagnostics.append(
@@ -240,7 +252,11 @@ def _set_mesh(
         )
     if mesh is None:
         return
-    if result.mesh_origin is not None:
+    if revision is not None and revision not in result.mesh_revisions:
+        result.mesh_revisions.add(revision)
+        if result.mesh_origin is not None:
+            return
+    elif result.mesh_origin is not None:
         result.diagnostics.append(
             Diagnostic(
                 file=origin.file,

@@ -20,6 +20,8 @@ from meshpilot.config.kinds import Kind
 from meshpilot.config.kube.core import ConfigMap, Namespace, Secret, ServiceAccount
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.kube.service import Endpoints, EndpointSlice, Service
+from meshpilot.config.kube.webhook_configuration import MutatingWebhookConfiguration
+from meshpilot.install.spec import IstioOperator
 
 __all__ = ["MODEL_BY_KIND", "register_model"]
 
@@ -46,6 +48,8 @@ MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
     Kind.WASM_PLUGIN: WasmPlugin,
     Kind.PROXY_CONFIG: ProxyConfigResource,
     Kind.WORKLOAD_GROUP: WorkloadGroup,
+    Kind.ISTIO_OPERATOR: IstioOperator,
+    Kind.MUTATING_WEBHOOK_CONFIGURATION: MutatingWebhookConfiguration,
 }
 
 

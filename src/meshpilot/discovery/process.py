@@ -26,10 +26,13 @@ import yaml
 
 from meshpilot.discovery.debug_api import debug_routes
 from meshpilot.discovery.http import HttpRequest, HttpResponse, HttpServer, Route
+from meshpilot.discovery.revision_view import RevisionView
 from meshpilot.discovery.unsupported import UnsupportedFieldLog
+from meshpilot.errors import MeshpilotError
 from meshpilot.inject.store_injector import StoreInjector
 from meshpilot.inject.webhook import InjectionWebhook
 from meshpilot.inject.webhook_config import mutating_webhook_configuration
+from meshpilot.inject.webhook_store import publish_webhook
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.security.control_plane_record import (
     ControlPlaneRecord,
@@ -125,11 +128,20 @@ class Discovery:
         injector = StoreInjector(self.store, revision)
         self.webhook = InjectionWebhook(secure.ca, injector, revision)
         await self.webhook.start(self.settings.listen_address, port)
+        url = f"https://{_url_host(self.settings.listen_address)}:{self.webhook.port}/inject"
         if self.settings.webhook_config_out:
-            url = f"https://{_url_host(self.settings.listen_address)}:{self.webhook.port}/inject"
             config = mutating_webhook_configuration(secure.ca.root_pem, revision, url=url)
             out = Path(self.settings.webhook_config_out).expanduser()
             await asyncio.to_thread(_write_yaml, out, config)
+        if revision and not isinstance(self.store, FileStore):
+            # a revision's control plane on a live store keeps its webhook configuration
+            # (and its tags') there, as istiod patches its caBundle in a cluster
+            try:
+                await asyncio.to_thread(
+                    publish_webhook, self.store, secure.ca.root_pem, revision, url
+                )
+            except MeshpilotError as exc:  # injection still works for whoever knows the url
+                log.error("discovery: webhook configuration not written to the store: %s", exc)
 
     def _write_record(self, secure: SecureServer) -> Path:
         """Where proxy agents on this machine find this control plane, its root and its
@@ -143,6 +155,9 @@ class Discovery:
             root_cert=str(root_cert_path(ca_dir, record_key(os.getpid(), self.xds_port))),
             xds_uds=self.settings.xds_uds,
             secure_uds=self.settings.secure_uds,
+            revision=self.settings.revision,
+            monitoring_port=self.monitoring_port,
+            webhook_port=self.webhook.port if self.webhook is not None else 0,
         )
         write_record(ca_dir, record, secure.ca.root_pem)
         return ca_dir / record_key(os.getpid(), self.xds_port)
@@ -167,6 +182,9 @@ async def run_discovery(
     # pass rewriting every app's status must not cost it a parse per app. A server waiting
     # for writes creates the store if none is there yet.
     store = open_store(store_dir, create=True, skip_kinds=UNREAD_KINDS) if store_dir else None
+    revision = settings.revision if settings is not None else ""
+    if store is not None and revision:
+        store = RevisionView(store, revision)  # Istio's istio.io/rev rule for config
     discovery = Discovery(paths, settings, store)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

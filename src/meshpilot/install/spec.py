@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from meshpilot.config.base import ApiModel, ObjectMeta
+from meshpilot.config.base import ApiModel, ObjectMeta, TopLevel
 from meshpilot.config.mesh import MeshConfig
 from meshpilot.errors import InputError
 from meshpilot.install.k8s_overlay import K8sOverlay
@@ -134,11 +134,15 @@ class OperatorSpec(ApiModel):
         return value
 
 
-class IstioOperator(ApiModel):
+class IstioOperator(TopLevel):
+    """Also a store kind: the installed state and the objects `meshpilot operator` reconciles."""
+
     api_version: Literal["install.istio.io/v1alpha1"] = "install.istio.io/v1alpha1"
     kind: Literal["IstioOperator"] = "IstioOperator"
     metadata: ObjectMeta = ObjectMeta()
     spec: OperatorSpec = OperatorSpec()
+    # written by the operator (Istio's IstioOperatorStatus); never read back as input
+    status: dict[str, Any] | None = None
 
     @property
     def revision(self) -> str:

@@ -8,11 +8,9 @@ from enum import StrEnum
 
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.objects import ConfigObject
+from meshpilot.istio_version import ISTIO_VERSION as ISTIO_VERSION  # (re-exported)
 from meshpilot.registry.model import Locality
 from meshpilot.registry.workloads import locality_from_labels, pod_workload_name
-
-# The Istio version meshpilot's proxies report (node metadata ISTIO_VERSION).
-ISTIO_VERSION = "1.28.0"
 
 __all__ = [
     "Proxy",

@@ -48,8 +48,8 @@ __all__ = [
 CDS, EDS, LDS, RDS, SDS = "cds", "eds", "lds", "rds", "sds"
 ALL_TYPES = frozenset({CDS, EDS, LDS, RDS, SDS})
 
-# Kinds no generator reads (GitOps bookkeeping).
-UNREAD_KINDS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT})
+# Kinds no generator reads (GitOps bookkeeping, the operator's IstioOperators).
+UNREAD_KINDS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT, Kind.ISTIO_OPERATOR})
 # Kinds validated but not applied yet are read by no generator either; unlike GitOps
 # bookkeeping the store keeps them, so that discovery warns about each of them.
 _NEVER = UNREAD_KINDS | NOT_APPLIED_KINDS

@@ -26,6 +26,8 @@ __all__ = [
     "RECORDS_DIR",
     "ControlPlaneRecord",
     "find_record",
+    "find_revision_record",
+    "live_records",
     "record_key",
     "remove_record",
     "root_cert_path",
@@ -47,6 +49,9 @@ class ControlPlaneRecord:
     root_cert: str  # the mesh root (public)
     xds_uds: str = ""
     secure_uds: str = ""
+    revision: str = ""  # the revision it serves ("" for a plain `meshpilot discovery`)
+    monitoring_port: int = 0  # HTTP debug (15014): `meshpilot version` asks it
+    webhook_port: int = 0  # the injection webhook (15017), 0 when off
 
     def serves(self, address: str) -> bool | None:
         """Whether `address` (an agent's --discovery-address) reaches this control plane:
@@ -129,21 +134,49 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def find_record(ca_dir: Path, address: str) -> tuple[ControlPlaneRecord, bool] | None:
-    """The running control plane whose record in `ca_dir` serves `address`, and whether
-    that address is its TLS port; None when there is none (records of dead processes are
-    skipped). Never creates anything."""
+def live_records(ca_dir: Path) -> list[ControlPlaneRecord]:
+    """The records of the control planes running on this machine (dead ones skipped)."""
+    out: list[ControlPlaneRecord] = []
     try:
         paths = sorted((ca_dir / RECORDS_DIR).glob("*-*.json"))
     except OSError:
-        return None
+        return out
     for path in paths:
         try:
             record = ControlPlaneRecord(**json.loads(path.read_text()))
         except (OSError, ValueError, TypeError) as exc:
             log.debug("skipping control plane record %s: %s", path, exc)
             continue
+        if _alive(record.pid):
+            out.append(record)
+    return out
+
+
+def _revision_of_address(address: str) -> str | None:
+    """`istiod-1-15-4.istio-system.svc:15012` -> "1-15-4"; `istiod.<ns>.svc...` -> "default";
+    None for an address that names no istiod Service (the injected discoveryAddress)."""
+    host = address.rpartition(":")[0] if ":" in address else address
+    name = host.split(".")[0]
+    if name == "istiod":
+        return "default"
+    return name.removeprefix("istiod-") if name.startswith("istiod-") else None
+
+
+def find_revision_record(ca_dir: Path, revision_or_address: str) -> ControlPlaneRecord | None:
+    """The running control plane of a revision ("default" for the default one), given by
+    name or by the address an injected proxy is told (`istiod-<rev>.<ns>.svc:15012`): how
+    `meshpilot run` reaches a revision's control plane on this machine."""
+    revision = _revision_of_address(revision_or_address) or revision_or_address
+    found = [r for r in live_records(ca_dir) if (r.revision or "default") == revision]
+    return found[-1] if found else None
+
+
+def find_record(ca_dir: Path, address: str) -> tuple[ControlPlaneRecord, bool] | None:
+    """The running control plane whose record in `ca_dir` serves `address`, and whether
+    that address is its TLS port; None when there is none (records of dead processes are
+    skipped). Never creates anything."""
+    for record in live_records(ca_dir):
         tls = record.serves(address)
-        if tls is not None and _alive(record.pid):
+        if tls is not None:
             return record, tls
     return None

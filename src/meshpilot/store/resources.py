@@ -151,6 +151,12 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         Column("PROJECT", _path("spec", "project"), wide_only=True),
     )),
     ResourceType(Kind.APP_PROJECT, _ARGO, "appprojects", "appproject", ("appproj", "appprojs")),
+    ResourceType(Kind.ISTIO_OPERATOR, "install.istio.io", "istiooperators", "istiooperator",
+                 ("iop", "io"), (Column("REVISION", _path("spec", "revision")),
+                                 Column("PROFILE", _path("spec", "profile")))),
+    ResourceType(Kind.MUTATING_WEBHOOK_CONFIGURATION, "admissionregistration.k8s.io",
+                 "mutatingwebhookconfigurations", "mutatingwebhookconfiguration", (),
+                 (Column("WEBHOOKS", _count("webhooks")),)),
 )  # fmt: skip
 
 _BY_KIND = {rt.kind: rt for rt in RESOURCE_TYPES}

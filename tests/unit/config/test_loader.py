@@ -84,7 +84,7 @@ def test_unknown_kind_of_an_istio_api_group_is_an_error_naming_its_line() -> Non
         assert diag.message == f"unknown kind 'Sidecarr' in Istio API group '{group}.istio.io'"
         assert not result.objects
     # Other groups that merely look like Istio's stay warnings.
-    text = "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nmetadata: {name: i}\n"
+    text = "apiVersion: install.istio.io/v1alpha1\nkind: IstioControlPlane\nmetadata: {name: i}\n"
     [diag] = load_text(text, "i.yaml").diagnostics
     assert diag.severity is Severity.WARNING
 

@@ -1,0 +1,66 @@
+"""Where a running `meshpilot operator` is found: `<ca dir>/operator/operator.json` (its pid
+and store), so that `install` starts one only when none runs for that store, and the
+revisions' control-plane sockets and logs live beside it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from meshpilot.security.files import ensure_private_dir, write_private
+
+__all__ = [
+    "OperatorRecord",
+    "find_operator",
+    "operator_dir",
+    "remove_operator_record",
+    "write_operator_record",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorRecord:
+    pid: int
+    store: str
+
+
+def operator_dir(ca_dir: Path) -> Path:
+    return ca_dir / "operator"
+
+
+def _path(ca_dir: Path) -> Path:
+    return operator_dir(ca_dir) / "operator.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def find_operator(ca_dir: Path) -> OperatorRecord | None:
+    """The operator running for this CA dir, if any (a dead one's record is ignored)."""
+    try:
+        record = OperatorRecord(**json.loads(_path(ca_dir).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    return record if _alive(record.pid) else None
+
+
+def write_operator_record(ca_dir: Path, record: OperatorRecord) -> None:
+    ensure_private_dir(operator_dir(ca_dir))
+    write_private(_path(ca_dir), json.dumps(asdict(record)).encode())
+
+
+def remove_operator_record(ca_dir: Path, pid: int) -> None:
+    found = find_operator(ca_dir)
+    if found is None or found.pid == pid:
+        with contextlib.suppress(FileNotFoundError):
+            _path(ca_dir).unlink()
