@@ -198,6 +198,7 @@ def test_disable_is_plaintext_only() -> None:
     off = MtlsSettings(port=7000, mode=MtlsMode.DISABLE, http=CTX, tcp=CTX)
     assert _shape(ChainProtocol.AUTO, off) == [
         ("HTTP", "raw_buffer", False),
+        ("TCP", "raw_buffer", False),  # plaintext that is not HTTP (no fallback from raw_buffer)
         ("TCP", "", False),  # anything else, the app's own TLS included, as Istio does
     ]
 
