@@ -76,9 +76,7 @@ def test_a_clean_namespace_says_so_and_exits_0(two_namespaces: str) -> None:
 def test_namespace_is_the_namespace_of_objects_that_name_none(tmp_path: Path) -> None:
     """istioctl's -n: a namespace-less VirtualService lands in it, next to its Service."""
     (tmp_path / "vs.yaml").write_text(
-        TYPO.format(ns="x")
-        .replace(", namespace: x", "")
-        .replace("ratingz", "web")
+        TYPO.format(ns="x").replace(", namespace: x", "").replace("ratingz", "web")
         + "---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n"
         "spec:\n  ports: [{name: http, port: 80}]\n"
     )
