@@ -1,39 +1,49 @@
 """Ground truth for `meshpilot explain`: requests sent through the live demo mesh (real
-netns pods, real Envoys, `meshpilot discovery` over the same files) end where explain says.
+netns pods, real Envoys, `meshpilot discovery` over the same files) end where explain says,
+as the proxies' own access logs tell.
 
-For each request, explain's predicted response code must be what the client got, and its
-upstream cluster must be the one whose Envoy counter (`cluster.<name>.upstream_rq_total`
-on the source sidecar) rose; a request that never leaves the source proxy (a fault abort, a
-direct response) must raise no cluster's counter. meshpilot does not generate access logs
-(meshConfig.accessLogFile is not supported yet), so the per-cluster counters stand in for
-the access log's %UPSTREAM_CLUSTER%. The demo's Envoys count only outbound|/inbound|
-clusters: a request explain sends to PassthroughCluster must instead be answered by the
-original destination (the external server names the host it was asked for).
+The mesh config turns access logs on (JSON lines on each proxy's stdout); every request
+carries its own x-request-id, and the source proxy's line for it must show the cluster
+(`%UPSTREAM_CLUSTER_RAW%`), the response code and the response flags explain predicted. A
+weighted route may take any branch with a nonzero weight: the log says which one Envoy drew.
+A request explain sends to PassthroughCluster is answered by the original destination (the
+external server names the host it was asked for).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
+import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from tests.e2e.access_log import ACCESS_LOG_CONFIG, LogLine, find_lines
 from tests.e2e.live_mesh import assert_no_nacks, running_mesh, wait_for
 
 from meshpilot.cli.main import cli
 from meshpilot.config.loader import load_paths
+from meshpilot.demo import checks
 from meshpilot.demo.mesh import DemoMesh
-from meshpilot.demo.topology import API_HOST, EGRESS_HOST, UNREGISTERED_HOST
-from meshpilot.explain import Explanation, build_scene, explain, parse_request, workload_of
-from meshpilot.model.push_context import build_push_context
+from meshpilot.demo.topology import (
+    API_HOST,
+    EGRESS_HOST,
+    EGRESS_POD,
+    GATEWAY_NAMESPACE,
+    INGRESS_HOST,
+    INGRESS_POD,
+    UNREGISTERED_HOST,
+)
+from meshpilot.explain import Explanation, Outcome, build_scene, explain, parse_request, workload_of
+from meshpilot.model.proxy import ProxyType
+from meshpilot.model.push_context import PushContext, build_push_context
 
 pytestmark = pytest.mark.envoy
 
 APP_STATUS = 200  # what the demo apps answer
-_COUNTER = re.compile(r"^cluster\.(.+?);?\.upstream_rq_total$")
 
 DENY_PATH = """\
 apiVersion: security.istio.io/v1
@@ -47,47 +57,86 @@ spec:
     - operation: {paths: ["/denied*"]}
 """
 
+# ratings accepts mTLS only, while every caller is told to send it plaintext.
+STRICT_PLAINTEXT = """\
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: ratings-strict, namespace: default}
+spec:
+  selector: {matchLabels: {app: ratings}}
+  mtls: {mode: STRICT}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: ratings-plaintext, namespace: default}
+spec:
+  host: ratings.default.svc.cluster.local
+  trafficPolicy: {tls: {mode: DISABLE}}
+"""
+
 
 @pytest.fixture(scope="module")
 def mesh() -> Iterator[DemoMesh]:
-    yield from running_mesh()
+    for demo in running_mesh():
+        assert demo.workspace is not None
+        demo.workspace.config.write("access-log.yaml", ACCESS_LOG_CONFIG)
+        wait_for(partial(_logged, demo), "the client's sidecar writes access log lines", 30)
+        yield demo
 
 
-def _explain(mesh: DemoMesh, pod: str, url: str, *headers: str) -> Explanation:
+def _logged(mesh: DemoMesh) -> bool:
+    rid = f"probe-{uuid.uuid4()}"
+    mesh.get("client", "http://ratings:9080/", f"x-request-id: {rid}")
+    return bool(find_lines(mesh, ["client"], [rid], timeout=2)[rid])
+
+
+def _push(mesh: DemoMesh) -> PushContext:
     assert mesh.workspace is not None
     loaded = load_paths([mesh.workspace.config.path])
-    push = build_push_context(loaded.served, loaded.mesh)
-    source = push.pod("default", pod)
+    return build_push_context(loaded.served, loaded.mesh)
+
+
+def _explain(
+    mesh: DemoMesh, pod: str, url: str, *headers: str, namespace: str = "default"
+) -> Explanation:
+    push = _push(mesh)
+    source = push.pod(namespace, pod)
     assert source is not None, pod
-    return explain(workload_of(push, source), parse_request(url, "GET", headers), build_scene(push))
+    kind = ProxyType.ROUTER if namespace == GATEWAY_NAMESPACE else None
+    origin = workload_of(push, source, kind)
+    return explain(origin, parse_request(url, "GET", headers), build_scene(push))
 
 
-def _counters(mesh: DemoMesh, pod: str) -> dict[str, int]:
-    stats = mesh.stats(pod, r"^cluster\..*\.upstream_rq_total$")
-    return {m.group(1): v for k, v in stats.items() if (m := _COUNTER.match(k))}
+def _mismatch(out: Outcome, line: LogLine | None, status: int) -> str:
+    """ "" when the source proxy's log line is what explain predicted, else why not."""
+    code = out.code if out.code is not None else APP_STATUS
+    clusters = [c for c, _ in out.branches] or [out.cluster]
+    if line is None:
+        return f"no access log line (client got {status})"
+    if line.cluster not in clusters or (line.code, line.flags, status) != (code, out.flags, code):
+        return (
+            f"Envoy logged {line.cluster or '-'} {line.code} {line.flags or '-'} "
+            f"({line.details}; client got {status}); explain predicted {' or '.join(clusters)} "
+            f"{code} {out.flags or '-'}: {out.reason}"
+        )
+    return ""
 
 
-def _counted(cluster: str) -> bool:
-    """The demo's Envoys keep the counters of outbound|... and inbound|... clusters only
-    (its stats inclusion prefixes), not those of PassthroughCluster or BlackHoleCluster."""
-    return cluster.startswith(("outbound|", "inbound|"))
+def _one(mesh: DemoMesh, pod: str, rid: str) -> LogLine | None:
+    lines = find_lines(mesh, [pod], [rid])[rid]
+    assert len(lines) <= 1, lines
+    return lines[0] if lines else None
 
 
 def _check(mesh: DemoMesh, pod: str, url: str, *headers: str) -> Explanation:
-    """Send one request; assert Envoy did what explain predicted."""
-    predicted = _explain(mesh, pod, url, *headers)
-    before = _counters(mesh, pod)
-    status, line = mesh.get(pod, url, *headers)
-    after = _counters(mesh, pod)
-    rose = sorted(name for name, n in after.items() if n > before.get(name, 0))
-    out = predicted.outcome
-    left_the_proxy = out.delivered or out.dies_at in ("endpoints", "inbound_chain", "rbac")
-    expected_clusters = [out.cluster] if left_the_proxy and _counted(out.cluster) else []
-    expected_status = out.code if out.code is not None else APP_STATUS
-    assert (status, rose) == (expected_status, expected_clusters), (
-        f"{pod} {url} {headers}: Envoy answered {status} ({line!r}) via {rose}; "
-        f"explain predicted {expected_status} via {expected_clusters}: {out.reason}"
-    )
+    """Send one request; assert the source proxy logged what explain predicted."""
+    rid = f"e2e-{uuid.uuid4()}"
+    predicted = _explain(mesh, pod, url, *headers, f"x-request-id: {rid}")
+    status, body = mesh.get(pod, url, *headers, f"x-request-id: {rid}")
+    why = _mismatch(predicted.outcome, _one(mesh, pod, rid), status)
+    assert not why, f"{pod} {url} {headers} ({body!r}): {why}"
+    if predicted.outcome.cluster == "PassthroughCluster":
+        assert predicted.request.host in body, body  # the original destination answered
     return predicted
 
 
@@ -95,21 +144,52 @@ def _check(mesh: DemoMesh, pod: str, url: str, *headers: str) -> Explanation:
     ("pod", "url", "headers"),
     [
         ("client", "http://reviews:9080/", ("end-user: jason",)),  # header match → v2
+        ("client", "http://reviews:9080/", ()),  # weighted v1 80 / v2 20
         ("client", "http://ratings:9080/", ()),
-        ("client", "http://ratings:9080/", ("x-demo-fault: abort",)),  # fault 418, no upstream
+        ("client", "http://ratings:9080/", ("x-demo-fault: abort",)),  # fault 418, FI
         ("client", f"http://{EGRESS_HOST}/", ()),  # through the egress gateway
+        ("client", f"http://{API_HOST}/", ()),  # registered external host, directly
+        ("client", f"http://{UNREGISTERED_HOST}/", ()),  # ALLOW_ANY: PassthroughCluster
         ("client-locked", f"http://{API_HOST}/", ()),  # registered external host
         ("client-locked", f"http://{UNREGISTERED_HOST}/", ()),  # REGISTRY_ONLY → 502
     ],
 )
-def test_explain_predicts_what_envoy_does(
+def test_explain_predicts_what_envoy_logs(
     mesh: DemoMesh, pod: str, url: str, headers: tuple[str, ...]
 ) -> None:
     _check(mesh, pod, url, *headers)
     assert_no_nacks(mesh)
 
 
-def test_explain_predicts_an_rbac_403_and_names_the_policy(mesh: DemoMesh) -> None:
+def test_the_egress_gateway_logs_the_cluster_explain_walks_it_to(mesh: DemoMesh) -> None:
+    """The gateway hop: the sidecar's line names the cluster to the egress gateway, the
+    gateway's own line the external cluster explain's nested walk reached."""
+    rid = f"e2e-{uuid.uuid4()}"
+    url = f"http://{EGRESS_HOST}/"
+    predicted = _explain(mesh, "client", url, f"x-request-id: {rid}")
+    status, _ = mesh.get("client", url, f"x-request-id: {rid}", f"x-e2e-id: {rid}")
+    lines = find_lines(mesh, ["client", EGRESS_POD], [rid], each=2)[rid]
+    by_pod = {line.pod: line for line in lines}
+    assert _mismatch(predicted.outcome, by_pod.get("client"), status) == ""
+    onwards = [h.envoy for h in predicted.hops if h.side == "gateway" and h.stage == "cluster"]
+    assert by_pod[EGRESS_POD].cluster == onwards[-1]
+    assert (by_pod[EGRESS_POD].code, by_pod[EGRESS_POD].flags) == (APP_STATUS, "")
+
+
+def test_weighted_routes_say_envoy_draws_the_branch(mesh: DemoMesh) -> None:
+    rid = f"e2e-{uuid.uuid4()}"
+    predicted = _explain(mesh, "client", "http://reviews:9080/", f"x-request-id: {rid}")
+    branches = [c for c, _ in predicted.outcome.branches]
+    assert sorted(branches) == [
+        "outbound|9080|v1|reviews.default.svc.cluster.local",
+        "outbound|9080|v2|reviews.default.svc.cluster.local",
+    ]
+    (note,) = [n for n in predicted.notes if "weighted" in n]
+    assert f"picks the branch for request {rid} at random" in note
+    assert "80%" in note and "20%" in note
+
+
+def test_an_rbac_403_is_logged_with_the_policy_explain_names(mesh: DemoMesh) -> None:
     assert mesh.workspace is not None
     path = Path(mesh.workspace.config.write("explain-authz.yaml", DENY_PATH))
     try:
@@ -117,15 +197,70 @@ def test_explain_predicts_an_rbac_403_and_names_the_policy(mesh: DemoMesh) -> No
             lambda: mesh.get("client", "http://ratings:9080/denied/1")[0] == 403,
             "ratings' sidecar denies /denied",
         )
-        denied = _check(mesh, "client", "http://ratings:9080/denied/1")
+        rid = f"e2e-{uuid.uuid4()}"
+        url = "http://ratings:9080/denied/1"
+        denied = _explain(mesh, "client", url, f"x-request-id: {rid}")
+        status, _ = mesh.get("client", url, f"x-request-id: {rid}")
+        lines = find_lines(mesh, ["client", "ratings-v1"], [rid], each=2)[rid]
+        by_pod = {line.pod: line for line in lines}
+        assert _mismatch(denied.outcome, by_pod.get("client"), status) == ""
         assert denied.outcome.dies_at == "rbac"
         rbac = [h for h in denied.hops if h.stage == "rbac"]
         assert [o.name for o in rbac[-1].objects] == ["ratings-no-denied"]
         assert rbac[-1].objects[0].file == str(path)
+        # ratings' inbound line: 403, and Envoy names the same policy in its details.
+        inbound = by_pod["ratings-v1"]
+        assert inbound.code == 403
+        assert "policy[ratings-no-denied]" in inbound.details, inbound
         _check(mesh, "client", "http://ratings:9080/allowed")
     finally:
         mesh.workspace.config.remove("explain-authz.yaml")
     assert_no_nacks(mesh)
+
+
+def test_strict_refusing_plaintext_is_logged_as_explain_predicts(mesh: DemoMesh) -> None:
+    assert mesh.workspace is not None
+    mesh.workspace.config.write("explain-strict.yaml", STRICT_PLAINTEXT)
+    try:
+        wait_for(
+            lambda: mesh.get("client", "http://ratings:9080/")[0] == 503,
+            "ratings' sidecar refuses the plaintext its callers now send",
+        )
+        refused = _check(mesh, "client", "http://ratings:9080/")
+        assert refused.outcome.dies_at == "inbound_chain"
+        assert "PeerAuthentication STRICT" in refused.outcome.reason
+    finally:
+        mesh.workspace.config.remove("explain-strict.yaml")
+    wait_for(lambda: mesh.get("client", "http://ratings:9080/")[0] == 200, "plaintext gone")
+    assert_no_nacks(mesh)
+
+
+@pytest.mark.parametrize(
+    ("path", "host"),
+    [("/productpage", INGRESS_HOST), ("/anything", INGRESS_HOST), ("/", "unknown.demo.test")],
+)
+def test_ingress_https_through_the_gateway(mesh: DemoMesh, path: str, host: str) -> None:
+    """From outside the mesh over HTTPS (SNI bookinfo.demo.test): the gateway's line; a Host
+    no virtual host serves gets the gateway's own 404 (NR)."""
+    assert mesh.workspace is not None
+    rid = f"e2e-{uuid.uuid4()}"
+    headers = (f"host: {host}",) if host != INGRESS_HOST else ()
+    predicted = _explain(
+        mesh,
+        INGRESS_POD,
+        f"https://{INGRESS_HOST}{path}",
+        *headers,
+        f"x-request-id: {rid}",
+        namespace=GATEWAY_NAMESPACE,
+    )
+    sent = {"x-request-id": rid, "x-e2e-id": rid, **({"Host": host} if headers else {})}
+    status, _ = checks.https_get(
+        mesh.ingress, INGRESS_HOST, path, mesh.workspace.ca_file, headers=sent
+    )
+    why = _mismatch(predicted.outcome, _one(mesh, INGRESS_POD, rid), status)
+    assert not why, f"{host}{path}: {why}"
+    if host != INGRESS_HOST:
+        assert (predicted.outcome.code, predicted.outcome.flags) == (404, "NR")
 
 
 def test_live_explain_from_discovery_and_from_the_envoys_own_config_dump(
@@ -164,14 +299,13 @@ def test_live_explain_from_discovery_and_from_the_envoys_own_config_dump(
 
 def test_generated_requests_end_where_explain_says(mesh: DemoMesh) -> None:
     """Every combination of source, destination, path and headers below, 8 requests each
-    (224 in all): each answer's status and the rise of the source's cluster counters equal
-    explain's prediction."""
-    assert mesh.workspace is not None
-    loaded = load_paths([mesh.workspace.config.path])
-    push = build_push_context(loaded.served, loaded.mesh)
+    (256 in all), each with its own x-request-id: the source proxy's log line for each
+    equals explain's prediction (cluster or weighted branch, code, flags)."""
+    push = _push(mesh)
     scene = build_scene(push)
     targets = [
         ("http://reviews:9080", ("end-user: jason",)),
+        ("http://reviews:9080", ()),
         ("http://ratings:9080", ()),
         ("http://ratings:9080", ("x-demo-fault: abort",)),
         ("http://productpage:9080", ()),
@@ -179,7 +313,7 @@ def test_generated_requests_end_where_explain_says(mesh: DemoMesh) -> None:
         (f"http://{EGRESS_HOST}", ()),
         (f"http://{UNREGISTERED_HOST}", ()),
     ]
-    count, failures = 8, []
+    count, failures, seen = 8, [], 0
     for pod in ("client", "client-locked"):
         source = push.pod("default", pod)
         assert source is not None
@@ -187,21 +321,20 @@ def test_generated_requests_end_where_explain_says(mesh: DemoMesh) -> None:
         for (base, headers), path in itertools.product(targets, ("/", "/a/b")):
             request = parse_request(base + path, "GET", headers)
             out = explain(origin, request, scene).outcome
-            left = out.delivered or out.dies_at in ("endpoints", "inbound_chain", "rbac")
-            counted = left and _counted(out.cluster)
-            expected = ({out.cluster: count} if counted else {}, out.code or APP_STATUS)
-            before = _counters(mesh, pod)
+            prefix = f"gen-{uuid.uuid4()}"
             args = [a for h in headers for a in ("-H", h)]
-            answers = mesh.client(pod, "http", request.url, *args, "--count", str(count))
-            after = _counters(mesh, pod)
-            rose = {k: n - before.get(k, 0) for k, n in after.items() if n > before.get(k, 0)}
-            statuses = {int(answer.split()[0]) for answer in answers["counts"]}
-            if out.cluster == "PassthroughCluster":  # the original destination answered
-                statuses |= {0 for answer in answers["counts"] if request.host not in answer}
-            if (rose, statuses) != (expected[0], {expected[1]}):
-                failures.append(
-                    f"{pod} {request.url} {headers}: Envoy {statuses} via {rose}, "
-                    f"explain {expected[1]} via {expected[0]} ({out.reason})"
-                )
+            answers = mesh.client(
+                pod, "http", request.url, *args, "--count", str(count), "--request-id", prefix
+            )["requests"]
+            logged = find_lines(mesh, [pod], [rid for rid, _, _ in answers])
+            for rid, status, body in answers:
+                seen += 1
+                lines = logged[rid]
+                why = _mismatch(out, lines[0] if len(lines) == 1 else None, status)
+                if not why and out.cluster == "PassthroughCluster" and request.host not in body:
+                    why = f"PassthroughCluster, but the answer is {body!r}"
+                if why:
+                    failures.append(f"{pod} {request.url} {headers} [{rid}]: {why}")
+    assert seen == 256
     assert failures == []
     assert_no_nacks(mesh)

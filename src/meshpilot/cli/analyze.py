@@ -92,6 +92,16 @@ _LEVEL = click.Choice(list(LEVELS.values()), case_sensitive=False)
     help="The level at and above which findings are printed.",
 )  # fmt: skip
 @click.option(
+    "-n", "--namespace", metavar="NS",
+    help="Report only findings on objects of this namespace (and on cluster-scoped objects "
+    "and inputs), and put objects of files that name no namespace in it; every object is "
+    "still read. Default: all namespaces (objects without one in `default`).",
+)  # fmt: skip
+@click.option(
+    "-A", "--all-namespaces", "all_namespaces", is_flag=True,
+    help="Report findings in every namespace (the default; wins over -n, as istioctl).",
+)  # fmt: skip
+@click.option(
     "--timeout", type=click.FloatRange(min=0.1), default=5.0, show_default=True,
     metavar="SECONDS", help="How long to wait for the control plane (--discovery).",
 )  # fmt: skip
@@ -103,6 +113,8 @@ def analyze(
     suppress: tuple[str, ...],
     failure_threshold: str,
     output_threshold: str,
+    namespace: str | None,
+    all_namespaces: bool,
     timeout: float,
 ) -> None:
     """Report invalid objects, broken references and unsupported fields (istioctl analyze)."""
@@ -118,12 +130,17 @@ def analyze(
         raise _UsageError("--store and --discovery are two sources; give one of them")
     try:
         rules = [parse_suppression(text) for text in suppress]
-        inputs = read_inputs(filenames, store_dir, discovery, timeout)
+        inputs = read_inputs(filenames, store_dir, discovery, timeout, namespace or "default")
     except MeshpilotError as exc:
         raise click.ClickException(str(exc)) from exc
     _warn_unknown_codes(rule.code for rule in rules)
     objects = [inputs.objects[key] for key in sorted(inputs.objects)]
     found = unsuppressed(_findings(objects, inputs), rules, objects)
+    selected = None if all_namespaces else namespace
+    if selected:
+        # istioctl's filterMessages: a finding on another namespace's object is dropped.
+        found = [d for d in found if d.namespace in ("", selected)]
+        inputs.targets.append(f"namespace: {selected}")
     shown = [d for d in found if _at_least(d.severity, output_threshold)]
     text = render_findings(shown, output)
     if text or output != "log":

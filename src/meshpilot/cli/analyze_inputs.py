@@ -28,9 +28,14 @@ class Inputs:
 
 
 def read_inputs(
-    filenames: Sequence[str], store_dir: str | None, discovery: str | None, timeout: float
+    filenames: Sequence[str],
+    store_dir: str | None,
+    discovery: str | None,
+    timeout: float,
+    default_namespace: str = "default",
 ) -> Inputs:
-    """Raises MeshpilotError (a missing store, an unreachable control plane, ...)."""
+    """Raises MeshpilotError (a missing store, an unreachable control plane, ...). Objects in
+    files that name no namespace get `default_namespace` (istioctl's -n)."""
     inputs = Inputs()
     if store_dir:
         from meshpilot.store.open import open_store
@@ -51,7 +56,7 @@ def read_inputs(
         inputs.diagnostics.extend(remote.diagnostics)
         inputs.targets.append(f"control plane {base}")
     if filenames:
-        loaded = load_paths(filenames)
+        loaded = load_paths(filenames, default_namespace)
         inputs.objects.update((obj.key, obj) for obj in loaded.objects)
         for stand_in in loaded.fail_closed:  # an invalid policy with no good version: denies
             inputs.objects.setdefault(stand_in.key, stand_in)

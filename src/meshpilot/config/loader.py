@@ -58,9 +58,10 @@ class LoadResult:
         return [*self.objects, *(o for o in self.fail_closed if o.key not in keys)]
 
 
-def load_paths(paths: Iterable[str | Path]) -> LoadResult:
+def load_paths(paths: Iterable[str | Path], default_namespace: str = "default") -> LoadResult:
+    """`default_namespace`: the namespace of objects that name none (istioctl's -n)."""
     read = read_paths(paths)
-    result = load_documents(read.documents)
+    result = load_documents(read.documents, default_namespace)
     result.diagnostics[:0] = read.diagnostics
     return result
 
@@ -72,11 +73,13 @@ def load_text(text: str, file: str = "<input>") -> LoadResult:
     return result
 
 
-def load_documents(documents: Iterable[RawDocument]) -> LoadResult:
+def load_documents(
+    documents: Iterable[RawDocument], default_namespace: str = "default"
+) -> LoadResult:
     result = LoadResult()
     seen: dict[ConfigKey, ConfigObject[TopLevel]] = {}
     for doc in documents:
-        obj = _load_one(doc, result)
+        obj = _load_one(doc, result, default_namespace)
         if obj is None:
             continue
         first = seen.get(obj.key)
@@ -95,7 +98,9 @@ def load_documents(documents: Iterable[RawDocument]) -> LoadResult:
     return result
 
 
-def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | None:
+def _load_one(
+    doc: RawDocument, result: LoadResult, default_namespace: str
+) -> ConfigObject[TopLevel] | None:
     origin = Origin(doc.file, doc.line, doc.positions)
     data = doc.data
     if not isinstance(data, dict):
@@ -142,7 +147,7 @@ def _load_one(doc: RawDocument, result: LoadResult) -> ConfigObject[TopLevel] | 
         return None
     key = ConfigKey(
         kind,
-        "" if kind in CLUSTER_SCOPED else (_meta(data, "namespace") or "default"),
+        "" if kind in CLUSTER_SCOPED else (_meta(data, "namespace") or default_namespace),
         _meta(data, "name"),
     )
     if api_version not in accepted_api_versions(kind):

@@ -85,12 +85,18 @@ class _PinnedHTTPS(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
 
 
-def https_get(address: tuple[str, int], host: str, path: str, ca_file: Path) -> tuple[int, str]:
+def https_get(
+    address: tuple[str, int],
+    host: str,
+    path: str,
+    ca_file: Path,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, str]:
     """GET over TLS verified against `ca_file` for `host` (ssl.SSLError if it is not)."""
     context = ssl.create_default_context(cafile=str(ca_file))
     conn = _PinnedHTTPS(host, address, context)
     try:
-        conn.request("GET", path, headers={"Host": host})
+        conn.request("GET", path, headers={"Host": host, **(headers or {})})
         reply = conn.getresponse()
         return reply.status, reply.read().decode(errors="replace").strip()
     finally:

@@ -5,11 +5,14 @@ captured like any app's):
 
     client.py http http://reviews:9080/ [-H end-user:jason] [--count 1000] [-X POST]
     client.py http http://reviews:9080/ --duration 4 --interval 0.02
+    client.py http http://reviews:9080/ --count 8 --request-id run1
     client.py tcp tcp-echo 9000 hello
 
 It prints one JSON object: `{"counts": {"<status> <first body line>": n}}` for --count,
 `{"log": [[unix time, status, line], ...]}` for --duration, `{"line": "..."}` for tcp
-(`--full`: the whole body instead of its first line).
+(`--full`: the whole body instead of its first line). `--request-id P` sends request i with
+`x-request-id: P-i` and adds `"requests": [[id, status, line], ...]`, so that each answer can
+be matched with the proxies' access log lines.
 Status 0 means no HTTP answer (the line then holds the error). HTTP connections are kept
 alive; `--connect host:port` sends to another address than the URL's (a sidecar's
 127.0.0.1 listener when nothing captures traffic).
@@ -103,10 +106,18 @@ def run_http(args: argparse.Namespace) -> dict[str, object]:
                 time.sleep(args.interval)
             return {"log": log}
         counts: Counter[str] = Counter()
-        for _ in range(args.count):
+        requests = []
+        for i in range(args.count):
+            if args.request_id:
+                session.headers["x-request-id"] = f"{args.request_id}-{i}"
             status, line = session.get()
             counts[f"{status} {line}"] += 1
-        return {"counts": dict(counts)}
+            requests.append([session.headers.get("x-request-id", ""), status, line])
+        return (
+            {"counts": dict(counts), "requests": requests}
+            if args.request_id
+            else {"counts": dict(counts)}
+        )
     finally:
         session.close()
 
@@ -134,6 +145,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     http_parser.add_argument("--timeout", type=float, default=5.0)
     http_parser.add_argument("--full", action="store_true", help="the whole body, not a line")
     http_parser.add_argument("-X", "--method", default="GET")
+    http_parser.add_argument("--request-id", default="", help="x-request-id prefix")
     tcp_parser = sub.add_parser("tcp")
     tcp_parser.add_argument("host")
     tcp_parser.add_argument("port", type=int)

@@ -3,6 +3,7 @@ route (and why earlier routes did not match), and the route's action."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from envoy.config.route.v3 import route_components_pb2 as rc
@@ -20,7 +21,7 @@ from meshpilot.explain.sources import ObjectIndex
 if TYPE_CHECKING:
     from meshpilot.explain.walk import _Outbound
 
-__all__ = ["route_config_of", "route_ref", "walk_http"]
+__all__ = ["route_config_of", "route_ref", "walk_http", "weighted_note"]
 
 
 def route_config_of(
@@ -45,7 +46,7 @@ def walk_http(walk: _Outbound, hcm: hcm_pb2.HttpConnectionManager) -> Outcome:
     config = route_config_of(hcm, walk.source.config.routes)
     if config is None:
         trail.add("route_config", hcm.rds.route_config_name, "the route configuration is missing")
-        return Outcome(False, 404, "", "no route configuration", dies_at="route_config")
+        return Outcome(False, 404, "", "no route configuration", dies_at="route_config", flags="NR")
     trail.add(
         "route_config",
         config.name,
@@ -55,7 +56,12 @@ def walk_http(walk: _Outbound, hcm: hcm_pb2.HttpConnectionManager) -> Outcome:
     if vh.vhost is None:
         trail.add("virtual_host", "", f"no virtual host has a domain matching {vh.authority}: 404")
         return Outcome(
-            False, 404, "", f"no virtual host for {vh.authority} (NR)", dies_at="virtual_host"
+            False,
+            404,
+            "",
+            f"no virtual host for {vh.authority} (NR)",
+            dies_at="virtual_host",
+            flags="NR",
         )
     trail.add(
         "virtual_host",
@@ -78,7 +84,7 @@ def walk_http(walk: _Outbound, hcm: hcm_pb2.HttpConnectionManager) -> Outcome:
             f"no route in {vh.vhost.name} matches {req.method} {req.path}: 404",
             skipped,
         )
-        return Outcome(False, 404, "", "no route matched (NR)", dies_at="route")
+        return Outcome(False, 404, "", "no route matched (NR)", dies_at="route", flags="NR")
     route = choice.route
     ref = route_ref(index, vh.vhost, choice.index)
     trail.add(
@@ -114,12 +120,27 @@ def walk_http(walk: _Outbound, hcm: hcm_pb2.HttpConnectionManager) -> Outcome:
             action.chosen,
             f"fault injection aborts with {action.abort_code}",
             dies_at="action",
+            flags="FI",
         )
     if 0 < action.abort_share < 1:
         walk.notes.append(f"fault injection aborts {100 * action.abort_share:g}% of these requests")
-    if len(action.clusters) > 1:
-        walk.notes.append(f"weighted: following the heaviest cluster {action.chosen}")
+    branches = tuple((c, w) for c, w in action.clusters if w > 0)
+    if len(branches) > 1:
+        walk.notes.append(weighted_note(branches, action.chosen, walk.request.request_id))
+        return replace(walk.to_cluster(action.chosen, http=True), branches=branches)
     return walk.to_cluster(action.chosen, http=True)
+
+
+def weighted_note(branches: tuple[tuple[str, int], ...], chosen: str, request_id: str) -> str:
+    """Envoy draws a weighted route's branch at random for each request: no header (not
+    even x-request-id) decides it, so explain can only give the odds."""
+    total = sum(w for _, w in branches) or 1
+    shares = ", ".join(f"{c} {100 * w / total:g}%" for c, w in branches)
+    which = f"request {request_id}" if request_id else "each request"
+    return (
+        f"weighted route: Envoy picks the branch for {which} at random with these shares "
+        f"({shares}); this walk follows the heaviest, {chosen}"
+    )
 
 
 def _action_summary(clusters: tuple[tuple[str, int], ...], direct: int | None) -> str:

@@ -30,6 +30,9 @@ __all__ = ["walk_inbound"]
 HTTP_RBAC = "envoy.filters.http.rbac"
 NET_RBAC = "envoy.filters.network.rbac"
 JWT = "envoy.filters.http.jwt_authn"
+# What the caller's Envoy logs when no inbound chain takes its connection: plaintext is
+# accepted by the kernel, then closed (UC); mTLS fails its handshake (UF).
+_REFUSED_FLAGS = {False: "UC", True: "UF"}
 
 
 def walk_inbound(
@@ -99,6 +102,7 @@ def walk_inbound(
             cluster,
             f"{dest.name} refuses {sent} on port {ep.port} (PeerAuthentication {mode})",
             dies_at="inbound_chain",
+            flags=_REFUSED_FLAGS[ep.mtls],
         )
     tls = "mTLS, peer certificate required" if _is_tls(choice.chain) else "plaintext"
     trail.add(
@@ -128,6 +132,7 @@ def walk_inbound(
                     cluster,
                     f"RBAC closes the connection: {denied}",
                     dies_at="rbac",
+                    flags="UC",
                 )
     terminal = network_filter(choice.chain)
     if isinstance(terminal, hcm_pb2.HttpConnectionManager) and request is not None:

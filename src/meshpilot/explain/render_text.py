@@ -35,5 +35,11 @@ def render_text(ex: Explanation) -> str:
     lines.append(f"result: {verdict}: {out.reason}")
     if out.cluster:
         lines.append(f"upstream cluster: {out.cluster}")
+    if out.flags:
+        lines.append(f"response flags: {out.flags}")
+    if out.branches:
+        total = sum(w for _, w in out.branches) or 1
+        shares = (f"{c} ({100 * w / total:g}%)" for c, w in out.branches)
+        lines.append(f"any of: {', '.join(shares)}")
     lines.extend(f"note: {n}" for n in ex.notes)
     return "\n".join(lines)

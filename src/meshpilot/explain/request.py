@@ -35,6 +35,11 @@ class Request:
         return self.scheme in ("https", "tls")
 
     @property
+    def request_id(self) -> str:
+        """The x-request-id given with -H ("" when none)."""
+        return self.header("x-request-id") or ""
+
+    @property
     def url(self) -> str:
         tail = self.path if self.scheme in ("http", "https") else ""
         return f"{self.scheme}://{self.host}:{self.port}{tail}"

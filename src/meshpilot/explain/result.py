@@ -56,6 +56,11 @@ class Outcome:
     reason: str
     dies_at: str = ""  # the stage that stopped it
     destination: str = ""  # pod and port, when delivered
+    # Envoy's %RESPONSE_FLAGS% on the source proxy ("" for none, logged "-"): NR, FI, UH, UC...
+    flags: str = ""
+    # A weighted route's branches (cluster, weight > 0): Envoy picks one at random per request
+    # with these shares; `cluster` is the heaviest, the one the walk follows.
+    branches: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

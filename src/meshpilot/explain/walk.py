@@ -24,6 +24,8 @@ from meshpilot.xds.output import ProxyConfig
 __all__ = ["explain"]
 
 VIRTUAL_OUTBOUND = "virtualOutbound"
+# Flags the source proxy sets itself when its upstream connection fails or is closed.
+_CONNECTION_FLAGS = frozenset({"UC", "UF", "URX"})
 
 
 def explain(source: Workload, request: Request, scene: Scene) -> Explanation:
@@ -223,7 +225,12 @@ class _Outbound:
         if cluster is None:
             self.trail.add("cluster", name, "the route names a cluster the proxy does not have")
             return Outcome(
-                False, 503 if http else None, name, "cluster not found (NC)", dies_at="cluster"
+                False,
+                503 if http else None,
+                name,
+                "cluster not found (NC)",
+                dies_at="cluster",
+                flags="NC",
             )
         cla = next((e for e in self._config.endpoints if e.cluster_name == name), None)
         view = view_cluster(cluster, cla, self.scene.pods_by_ip)
@@ -240,7 +247,12 @@ class _Outbound:
         if not healthy:
             self.trail.add("endpoints", name, "no healthy endpoint", lines)
             return Outcome(
-                False, 503 if http else None, name, "no healthy upstream (UH)", dies_at="endpoints"
+                False,
+                503 if http else None,
+                name,
+                "no healthy upstream (UH)",
+                dies_at="endpoints",
+                flags="UH",
             )
         chosen = healthy[0]
         self.trail.add(
@@ -275,14 +287,18 @@ class _Outbound:
         if listener is None:
             trail.add("listener", "", f"{dest.name} has no listener on {ep.port}: refused")
             why = f"{dest.name} has no listener on port {ep.port}"
-            return Outcome(False, 503 if http else None, cluster, why, dies_at="listener")
+            return Outcome(
+                False, 503 if http else None, cluster, why, dies_at="listener", flags="UF"
+            )
         alpn = ("istio-peer-exchange", "istio") if ep.mtls else (("http/1.1",) if http else ())
         transport = "tls" if sni else "raw_buffer"
         conn = Connection(ep.address, ep.port, sni, transport, alpn, self.source.ip)
         out = nested._listener(listener, ep.address, ep.port, conn)
-        # %UPSTREAM_CLUSTER% of the source proxy stays the cluster to the gateway.
+        # %UPSTREAM_CLUSTER% of the source proxy stays the cluster to the gateway; an answer
+        # the gateway gives (its 404, its fault) reaches the source as a response: no flag.
         onwards = f"; {dest.name} sends it to {out.cluster}" if out.cluster else ""
-        return replace(out, cluster=cluster, reason=f"{out.reason}{onwards}")
+        flags = out.flags if out.flags in _CONNECTION_FLAGS else ""
+        return replace(out, cluster=cluster, reason=f"{out.reason}{onwards}", flags=flags)
 
 
 def _endpoint_text(e: EndpointView) -> str:
