@@ -100,9 +100,10 @@ class LocalCa:
 
     def issue(
         self, public_key: Any, *, identity: str | None = None, dns: str | None = None,
-        ip: str | None = None, ttl: int = 3600,
+        ip: str | None = None, ttl: int = 3600, backdate: datetime.timedelta | None = None,
     ) -> x509.Certificate:  # fmt: skip
         now = datetime.datetime.now(UTC)
+        backdate = self.backdate if backdate is None else backdate
         names: list[x509.GeneralName] = []
         if identity:
             names.append(x509.UniformResourceIdentifier(identity))
@@ -118,7 +119,7 @@ class LocalCa:
             .issuer_name(self.root.subject)
             .public_key(public_key)
             .serial_number(x509.random_serial_number())
-            .not_valid_before(now - self.backdate)
+            .not_valid_before(now - backdate)
             .not_valid_after(now + datetime.timedelta(seconds=ttl))
             .add_extension(x509.SubjectAlternativeName(names), critical=True)
             .add_extension(
@@ -158,7 +159,13 @@ class LocalCa:
 
     async def start(self) -> None:
         key = ec.generate_private_key(ec.SECP256R1())
-        serving = self.issue(key.public_key(), dns="istiod.istio-system.svc", ip="127.0.0.1")
+        # Backdated as real CAs do: a VM whose clock steps back must not see it "not yet valid".
+        serving = self.issue(
+            key.public_key(),
+            dns="istiod.istio-system.svc",
+            ip="127.0.0.1",
+            backdate=datetime.timedelta(minutes=5),
+        )
         key_pem = key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
