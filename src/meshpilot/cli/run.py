@@ -13,9 +13,11 @@ import contextlib
 import os
 import signal
 import tempfile
-import time
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import click
 
@@ -115,20 +117,34 @@ def run(
         click.echo(result.message)
     with (
         _agents_dir() as agents,
-        Cluster(ClusterConfig(name=cluster_name, stop_grace=3.0)) as cluster,
+        Cluster(ClusterConfig(name=cluster_name, stop_grace=3.0, handle_sigterm=False)) as cluster,
     ):
         controller = Controller(store, PodStarter(cluster, access, Path(agents), ready_timeout),
                                 _echo, drain)  # fmt: skip
+        previous = _stop_on_signals(controller.stopping)
         try:
             for item in controller.desired(pods):
                 controller.start(item, None)
             _watch(controller, refs)
-        except (KeyboardInterrupt, SystemExit) as exc:  # Ctrl-C; SIGTERM (runtime.Cluster)
-            if isinstance(exc, SystemExit) and exc.code != 128 + signal.SIGTERM:
-                raise
             click.echo("stopping the pods", err=True)
         finally:
-            controller.close()
+            try:
+                controller.close()
+            finally:
+                for signum, handler in previous.items():
+                    signal.signal(signum, handler)
+
+
+def _stop_on_signals(stopping: threading.Event) -> dict[int, Any]:
+    """Ctrl-C or SIGTERM: stop after the current step (a pod half started or half stopped
+    is never left behind); a second one interrupts at once (then every pod is stopped)."""
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        if stopping.is_set():
+            raise KeyboardInterrupt
+        stopping.set()
+
+    return {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
 
 
 @contextlib.contextmanager
@@ -142,7 +158,7 @@ def _agents_dir() -> Iterator[str]:
 
 def _watch(controller: Controller, refs: list[DeploymentRef]) -> None:
     version = -1
-    while True:
+    while not controller.stopping.is_set():
         controller.store.refresh()
         current = controller.store.snapshot().version
         if current != version:
@@ -150,15 +166,10 @@ def _watch(controller: Controller, refs: list[DeploymentRef]) -> None:
             for ref in refs:
                 try:
                     controller.reconcile(ref)
-                except click.ClickException:
-                    raise
-                except (
-                    MeshpilotError,
-                    OSError,
-                ) as exc:  # one broken Deployment does not stop the others
+                except (MeshpilotError, OSError) as exc:  # the others go on
                     click.echo(f"Error: deployment {ref.namespace}/{ref.name}: {exc}", err=True)
             version = controller.store.snapshot().version  # our own Pod writes
-        time.sleep(0.3)
+        controller.stopping.wait(0.3)
 
 
 def _kind(doc: RawDocument) -> str:

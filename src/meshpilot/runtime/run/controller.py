@@ -16,6 +16,7 @@ dropped the endpoint by then, so no request is sent to a pod that is stopping.
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ class Controller:
         self.injector = StoreInjector(store)
         self.pods: dict[str, RunningPod] = {}  # by pod key (name.namespace)
         self.owners: dict[str, DeploymentRef | None] = {}  # pod key → its Deployment
+        self.stopping = threading.Event()  # set: no further step is taken
 
     # ---------------------------------------------------------------- what should run
 
@@ -109,7 +111,7 @@ class Controller:
             time.sleep(self.drain)
         finally:
             self.starter.stop(running)
-        self.echo(f"pod {running.item.namespace}/{running.item.name} stopped")
+            self.echo(f"pod {running.item.namespace}/{running.item.name} stopped")
 
     def _publish(self, running: RunningPod) -> None:
         manifest = copy.deepcopy(running.item.pod)
@@ -138,7 +140,7 @@ class Controller:
         current = [k for k, owner in self.owners.items() if owner == ref]
         new = [item for key, item in wanted.items() if key not in self.pods]
         old = [key for key in current if key not in wanted]
-        while new or old:
+        while (new or old) and not self.stopping.is_set():
             if new:
                 self.start(new.pop(0), ref)
             if old:
