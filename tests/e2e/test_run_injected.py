@@ -28,7 +28,7 @@ from meshpilot.runtime.run.access import MESHPILOT_ARGV
 
 APP = Path(meshpilot.demo.__file__).with_name("app.py")
 CALLER_ID = "spiffe://cluster.local/ns/shop/sa/caller"
-READY = re.compile(r"^pod shop/(\S+) ready at (\S+) \((.*)\)$")
+READY = re.compile(r"^pod shop/(\S+) ready at (\S+) \((.*)\), logs in (\S+)$")
 # The held app's first line: a mesh service over its sidecar, or exit 1.
 FIRST_LINE = (
     "import sys, time, urllib.request; "
@@ -198,7 +198,7 @@ def test_run_injects_holds_and_restarts_without_a_failed_request(
     lines = Lines(run)
     try:
         started = lines.ready(3)
-        assert all("(sidecar injected)" in line for line in started), started
+        assert all("(sidecar injected), logs in /" in line for line in started), started
         # Hold: the app's first line got through its sidecar, over mTLS, to a web pod.
         deadline = time.monotonic() + 10
         while not first_line.exists() and time.monotonic() < deadline:

@@ -169,6 +169,7 @@ def _watch(controller: Controller, refs: list[DeploymentRef]) -> None:
                 except (MeshpilotError, OSError) as exc:  # the others go on
                     click.echo(f"Error: deployment {ref.namespace}/{ref.name}: {exc}", err=True)
             version = controller.store.snapshot().version  # our own Pod writes
+        controller.report_exits()
         controller.stopping.wait(0.3)
 
 

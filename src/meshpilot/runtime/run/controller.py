@@ -67,6 +67,7 @@ class Controller:
         self.pods: dict[str, RunningPod] = {}  # by pod key (name.namespace)
         self.owners: dict[str, DeploymentRef | None] = {}  # pod key → its Deployment
         self.stopping = threading.Event()  # set: no further step is taken
+        self._reported: set[tuple[str, str]] = set()  # (pod key, container) seen exited
 
     # ---------------------------------------------------------------- what should run
 
@@ -101,7 +102,9 @@ class Controller:
         self.owners[running.key] = owner
         self._publish(running)
         how = "sidecar injected" if item.injected else f"no sidecar: {item.reason}"
-        self.echo(f"pod {item.namespace}/{item.name} ready at {running.pod.ip} ({how})")
+        where = running.pod.workdir
+        self.echo(f"pod {item.namespace}/{item.name} ready at {running.pod.ip} ({how}), "
+                  f"logs in {where}")  # fmt: skip
 
     def retire(self, key: str) -> None:
         running = self.pods.pop(key)
@@ -145,6 +148,16 @@ class Controller:
                 self.start(new.pop(0), ref)
             if old:
                 self.retire(old.pop(0))
+
+    def report_exits(self) -> None:
+        """Say once that a container exited (no kubelet here restarts it)."""
+        for key, running in self.pods.items():
+            for process in running.pod.processes:
+                if not process.running and (key, process.role) not in self._reported:
+                    self._reported.add((key, process.role))
+                    self.echo(f"pod {running.item.namespace}/{running.item.name}: container "
+                              f"{process.role} exited with {process.popen.returncode} "
+                              f"(not restarted; its log: {process.log})")  # fmt: skip
 
     def close(self) -> None:
         """Withdraw every pod from the store, then stop them all (no drain: shutting down)."""
