@@ -29,6 +29,7 @@ from urllib.parse import quote, urlsplit
 from meshpilot.demo import pods as podlib
 from meshpilot.demo.certs import GatewayCertificate, make_gateway_certificate
 from meshpilot.demo.hostpods import HostPods
+from meshpilot.demo.injected import demo_pod, injected_pods
 from meshpilot.demo.manifests import dump, mesh_files, pod_objects
 from meshpilot.demo.options import DemoOptions, free_port, loopback_ports, use_loopback
 from meshpilot.demo.pods import AgentPorts, DemoPod, MeshAccess
@@ -45,7 +46,10 @@ from meshpilot.demo.topology import (
 )
 from meshpilot.demo.workspace import Workspace, script_python
 from meshpilot.errors import MeshpilotError
+from meshpilot.inject.config import Injector
 from meshpilot.runtime.cluster import Cluster, ClusterConfig
+from meshpilot.runtime.run.access import MeshAccess as RunAccess
+from meshpilot.runtime.run.runner import PodStarter, RunningPod
 from meshpilot.runtime.tokens import project_token
 
 __all__ = ["DemoMesh", "DemoOptions"]
@@ -67,6 +71,8 @@ class DemoMesh:
     fallback_reason: str = ""
     agents_started: int = 0
     agent_dirs: dict[str, Path] = field(default_factory=dict)  # agents' --work-dir by pod
+    starter: PodStarter | None = None  # in namespaces: the runner that starts the pods
+    running: dict[str, RunningPod] = field(default_factory=dict)  # ... and what it started
 
     def __enter__(self) -> DemoMesh:
         self.start()
@@ -102,10 +108,16 @@ class DemoMesh:
             self.cluster = Cluster(ClusterConfig(name=self.options.cluster, stop_grace=2.0))
         self.cluster.start()
         workloads = [self.topology.external, *self.topology.workloads]
-        for work in workloads:
-            self._add_pod(work)
-        if not self.loopback:
-            podlib.install_capture(self.pods[w.name] for w in workloads if w.has_sidecar)
+        if self.loopback:
+            for work in workloads:
+                self._add_pod(work)
+        else:  # the pods of injected Pod objects, as `meshpilot run` starts them
+            assert isinstance(self.cluster, Cluster)
+            access = RunAccess(ws.secure_socket, ws.root_cert, ws.ca_dir)
+            ready = self.options.ready_timeout
+            self.starter = PodStarter(self.cluster, access, ws.root / "run", ready)
+            for work in workloads:
+                self._create_pod(work)
         for name, text in mesh_files(self.topology, self._mesh_pods(), self.external_ip).items():
             ws.config.write(name, text)
         self.control = ControlPlane(
@@ -119,6 +131,18 @@ class DemoMesh:
         for work in workloads:
             self._start_agent(work)
         self._wait_ready(workloads)
+
+    def _create_pod(self, work: Workload) -> DemoPod:
+        """The workload's Pod, injected, with its namespace and capture (no container yet)."""
+        assert self.workspace is not None and self.starter is not None
+        pod = demo_pod(work, self.python, self.workspace.app, self.options.envoy_log_level,
+                       self.options.secret_ttl)  # fmt: skip
+        (item,) = injected_pods([pod], Injector())
+        running = self.starter.create(item, self._hosts() if work.in_mesh else {})
+        self.running[work.name] = running
+        self.pods[work.name] = running.pod
+        self.workloads[work.name] = work
+        return running.pod
 
     def _add_pod(self, work: Workload) -> DemoPod:
         assert self.workspace is not None
@@ -145,6 +169,14 @@ class DemoMesh:
 
     def _start_agent(self, work: Workload) -> None:
         assert self.workspace is not None
+        if work.name in self.running:  # its containers, the proxy among them
+            assert self.starter is not None
+            running = self.running[work.name]
+            self.starter.launch(running)
+            if running.agent_dir is not None:
+                self.agent_ports[work.name] = AgentPorts()
+                self.agent_dirs[work.name] = running.agent_dir
+            return
         if not self._proxied(work):
             return
         ports = None
@@ -202,6 +234,7 @@ class DemoMesh:
                     self.workspace.remove()
                     self.workspace = None
                 self.pods.clear()
+                self.running.clear()
         if errors:
             raise DemoError("; ".join(errors))
 
@@ -210,9 +243,7 @@ class DemoMesh:
     def add_pod(self, work: Workload) -> DemoPod:
         """Scale out: a new pod with its sidecar, ready, then its Pod object in the config
         (`scaled.yaml`), which callers learn by EDS."""
-        pod = self._add_pod(work)
-        if not self.loopback and work.has_sidecar:
-            podlib.install_capture([pod])
+        pod = self._add_pod(work) if self.loopback else self._create_pod(work)
         self._start_agent(work)
         self._wait_ready([work])
         self._write_scaled()
@@ -222,6 +253,7 @@ class DemoMesh:
         assert self.cluster is not None
         pod = self.pods.pop(name)
         del self.workloads[name]
+        self.running.pop(name, None)
         self._write_scaled()
         podlib.stop_agents([pod])
         self.cluster.remove_pod(pod.key)

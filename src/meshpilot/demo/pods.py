@@ -246,7 +246,8 @@ def allow_low_ports(pod: DemoPod) -> None:
 
 
 def agent_process(pod: DemoPod) -> PodProcess | None:
-    return next((p for p in pod.processes if p.role == AGENT_ROLE), None)
+    """The proxy agent: started by hand (loopback) or as an injected istio-proxy."""
+    return next((p for p in pod.processes if p.role in (AGENT_ROLE, "istio-proxy")), None)
 
 
 def _exited(pod: DemoPod) -> str:

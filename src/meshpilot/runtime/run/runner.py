@@ -43,6 +43,7 @@ class RunningPod:
     item: PodToRun
     pod: Pod
     plan: PodPlan
+    agent_dir: Path | None = None  # the proxy agent's --work-dir, once started
 
     @property
     def key(self) -> str:
@@ -93,23 +94,40 @@ class PodStarter:
     def start(self, item: PodToRun, hosts: Mapping[str, Sequence[str]]) -> RunningPod:
         """The pod started and ready; PodError naming the pod and container otherwise
         (what was started is stopped again)."""
+        running = self.create(item, hosts)
+        try:
+            self.launch(running)
+            self.wait_ready(running)
+        except BaseException:
+            self.stop(running)
+            raise
+        return running
+
+    def create(self, item: PodToRun, hosts: Mapping[str, Sequence[str]]) -> RunningPod:
+        """Kubelet's sandbox: the namespace with its /etc/hosts and sysctls, the volumes
+        that need no control plane, the init containers (the capture) run to completion."""
         labels = (item.pod.get("metadata") or {}).get("labels") or {}
         pod = self.cluster.add_pod(PodSpec(name=item.name, namespace=item.namespace,
                                            labels=labels))  # fmt: skip
         try:
-            return self._start(item, pod, hosts)
+            return self._create(item, pod, hosts)
         except BaseException:
             self.stop_pod(pod)
             raise
 
-    def _start(self, item: PodToRun, pod: Pod, hosts: Mapping[str, Sequence[str]]) -> RunningPod:
+    def _create(self, item: PodToRun, pod: Pod, hosts: Mapping[str, Sequence[str]]) -> RunningPod:
         current = (NETNS_ETC / pod.netns / "hosts").read_text()
         extra = "".join(f"{ip}\t{' '.join(names)}\n" for ip, names in hosts.items())
         write_netns_etc(pod.netns, {"hosts": current + extra})
+        spec = item.pod.get("spec") or {}
+        for sysctl in (spec.get("securityContext") or {}).get("sysctls") or []:
+            setting = f"{sysctl.get('name')}={sysctl.get('value')}"
+            result = pod.exec(["sysctl", "-qw", setting])
+            if result.returncode != 0:
+                raise PodError(f"pod {pod.key}: sysctl {setting}: {result.stderr.strip()}")
         plan = plan_pod(item.pod, PodFacts(item.name, item.namespace, str(pod.ip)), pod.workdir)
         for volume in plan.volumes:
             self._fill(volume, item)
-        spec = item.pod.get("spec") or {}
         for init in plan.init_containers:
             argv = capture_argv(init.argv, pod.proxy_user) if init.name == "istio-init" \
                 else meshpilot_argv(init.argv)  # fmt: skip
@@ -119,17 +137,24 @@ class PodStarter:
                 output = (result.stdout + result.stderr).strip()[-1500:]
                 raise PodError(f"pod {pod.key}: init container {init.name} exited with "
                                f"{result.returncode}: {output}")  # fmt: skip
-        running = RunningPod(item, pod, plan)
-        for container in plan.containers:
+        return RunningPod(item, pod, plan)
+
+    def launch(self, running: RunningPod) -> None:
+        """The token and mesh root (the control plane is up by now), then the containers
+        in their order, each one's postStart hook done before the next starts."""
+        for volume in running.plan.volumes:
+            self._fill_secrets(volume, running.item)
+        spec = running.item.pod.get("spec") or {}
+        for container in running.plan.containers:
             self._container(running, container, _raw(spec, "containers", container.name))
-        self._wait_ready(running)
-        return running
 
     def _fill(self, volume: VolumePlan, item: PodToRun) -> None:
         volume.path.mkdir(parents=True, exist_ok=True)
         volume.path.chmod(0o755)
         for name, content in volume.files.items():
             (volume.path / name).write_text(content + "\n")
+
+    def _fill_secrets(self, volume: VolumePlan, item: PodToRun) -> None:
         if volume.kind == "ca-root":
             shutil.copyfile(self.access.root_cert, volume.path / "root-cert.pem")
         elif volume.kind == "token":  # kubelet's projected token: a secret, 0600 for the agent
@@ -144,6 +169,7 @@ class PodStarter:
             self._agents += 1
             work_dir = self.agent_root / str(self._agents)  # short: Unix socket paths
             work_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
+            running.agent_dir = work_dir
             argv = agent_argv(container.argv, self.access, pod.proxy_user, work_dir)
             pod.spawn(container.name, argv, None, container.env, cwd=work_dir)
         else:
@@ -173,7 +199,7 @@ class PodStarter:
         if hook.returncode != 0:
             raise PodError(f"{where} exited with {hook.returncode}: {output}")
 
-    def _wait_ready(self, running: RunningPod) -> None:
+    def wait_ready(self, running: RunningPod) -> None:
         deadline = time.monotonic() + self.ready_timeout
         while not running.ready():
             if problem := running.exited():
