@@ -50,7 +50,7 @@ from meshpilot.inject.config import Injector
 from meshpilot.runtime.cluster import Cluster, ClusterConfig
 from meshpilot.runtime.run.access import MeshAccess as RunAccess
 from meshpilot.runtime.run.runner import PodStarter, RunningPod
-from meshpilot.runtime.tokens import project_token
+from meshpilot.runtime.tokens import TOKEN_PATH, project_token
 
 __all__ = ["DemoMesh", "DemoOptions"]
 
@@ -295,6 +295,14 @@ class DemoMesh:
         """Where clients outside the mesh reach the ingress gateway's HTTPS listener."""
         host = "127.0.0.1" if self.loopback else str(self.pods[INGRESS_POD].ip)
         return host, self.topology.ports.ingress
+
+    def token_file(self, name: str) -> Path:
+        """The pod's token as its agent reads it (the projected istio-token volume)."""
+        running = self.running.get(name)
+        for volume in running.plan.volumes if running is not None else ():
+            if volume.kind == "token":
+                return volume.path / volume.token_file
+        return self.pods[name].workdir / TOKEN_PATH
 
     def ip(self, name: str) -> IPv4Address:
         return self.pods[name].ip
