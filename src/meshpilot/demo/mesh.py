@@ -4,9 +4,11 @@
         mesh.get("client", "http://reviews:9080/")
 
 Order of start: private workspace and certificate; the pods (runtime.Cluster: network
-namespaces on a bridge); the external server; the mesh pods with their apps, /etc/hosts and
-capture rules; the mesh YAML with the pods' addresses; `meshpilot discovery` on loopback; a
-proxy agent per pod (sidecars and the two gateways); readiness of every proxy. `close()`
+namespaces on a bridge), each an injected Pod object (injected.py) whose namespace,
+/etc/hosts, volumes and capture (istio-init) `meshpilot run`'s runner sets up first; the
+mesh YAML with the pods' addresses; `meshpilot discovery` on loopback; then each pod's
+containers (the app, the istio-proxy agent of sidecars and gateways); readiness of every
+proxy. `close()`
 undoes all of it, also after a failed start, an exception, Ctrl-C or SIGTERM (the Cluster
 turns SIGTERM into SystemExit).
 
@@ -145,17 +147,10 @@ class DemoMesh:
         return running.pod
 
     def _add_pod(self, work: Workload) -> DemoPod:
-        assert self.workspace is not None
-        script = self.workspace.app
-        pod: DemoPod
-        if isinstance(self.cluster, HostPods):
-            ip = str(self.cluster.allocate())
-            pod = self.cluster.add_pod(podlib.pod_spec(work, self.python, script, ip))
-        else:
-            assert self.cluster is not None
-            pod = self.cluster.add_pod(podlib.pod_spec(work, self.python, script))
-            if work.in_mesh:
-                podlib.write_hosts(pod, self._hosts())
+        """A pod on the loopback fallback (no namespaces: no runner, no injection)."""
+        assert self.workspace is not None and isinstance(self.cluster, HostPods)
+        ip = str(self.cluster.allocate())
+        pod = self.cluster.add_pod(podlib.pod_spec(work, self.python, self.workspace.app, ip))
         self.pods[work.name] = pod
         self.workloads[work.name] = work
         return pod
