@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from tests.e2e.netns_probe import PYTHON, host_support_or_fail, leftovers, new_cluster_name
 
 import meshpilot.demo
@@ -29,6 +30,7 @@ from meshpilot.runtime.run.access import MESHPILOT_ARGV
 APP = Path(meshpilot.demo.__file__).with_name("app.py")
 CALLER_ID = "spiffe://cluster.local/ns/shop/sa/caller"
 READY = re.compile(r"^pod shop/(\S+) ready at (\S+) \((.*)\), logs in (\S+)$")
+STOPPED = re.compile(r"^pod shop/web-\S+ stopped$")
 # The held app's first line: a mesh service over its sidecar, or exit 1.
 FIRST_LINE = (
     "import sys, time, urllib.request; "
@@ -163,16 +165,23 @@ class Lines:
 
     def ready(self, count: int, timeout: float = 40) -> list[str]:
         """The next `count` "ready" lines."""
+        return self.next(READY, count, timeout)
+
+    def next(self, pattern: re.Pattern[str], count: int, timeout: float = 40) -> list[str]:
+        """The next `count` lines matching `pattern` (timestamps stripped)."""
         found: list[str] = []
         deadline = time.monotonic() + timeout
         while len(found) < count:
             try:
                 line = self.queue.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no {count} pods ready: {''.join(self.seen)}") from None
+                raise AssertionError(
+                    f"no {count} {pattern.pattern}: {''.join(self.seen)}"
+                ) from None
             self.seen.append(line)
-            if READY.match(line.strip().split(" ", 1)[1]):
-                found.append(line.strip().split(" ", 1)[1])
+            text = line.strip().split(" ", 1)[1]
+            if pattern.match(text):
+                found.append(text)
         return found
 
     def rest(self) -> str:
@@ -230,6 +239,18 @@ def test_run_injects_holds_and_restarts_without_a_failed_request(
         report = json.loads(out)
         print(f"requests sent during the rollout: {report['sent']}, failed: {report['failures']}")
         assert report["sent"] >= 100 and report["failures"] == 0, (report, err)
+        (last_old,) = lines.next(STOPPED, 1)  # the rollout's last old pod (after the status)
+        assert last_old.split()[1].removeprefix("shop/") in {
+            READY.match(r).group(1) for r in started
+        }  # type: ignore[union-attr]
+        # Scaling: 2 -> 1 replicas in the store, one pod goes (the template is unchanged).
+        manifest = yaml.safe_load(meshpilot("get", "deployment", "web", "-n", "shop", "--store",
+                                            store, "-o", "yaml"))  # fmt: skip
+        manifest["spec"]["replicas"] = 1
+        (tmp_path / "scaled.yaml").write_text(yaml.safe_dump(manifest))
+        meshpilot("apply", "-f", str(tmp_path / "scaled.yaml"), "--store", store)
+        (gone,) = lines.next(STOPPED, 1)
+        assert gone.split()[1].removeprefix("shop/") in {READY.match(r).group(1) for r in replaced}  # type: ignore[union-attr]
     finally:
         run.terminate()
         run.wait(timeout=60)
@@ -237,7 +258,7 @@ def test_run_injects_holds_and_restarts_without_a_failed_request(
         print(f"meshpilot run's errors:\n{err}")
     output = lines.rest()
     assert run.returncode == 0, output + err
-    assert output.count(" stopped\n") == 5, output  # 2 replaced, 3 at exit
+    assert output.count(" stopped\n") == 5, output  # 2 replaced, 1 scaled down, 2 at exit
     assert not leftovers(cluster)
     pods = subprocess.run([*MESHPILOT_ARGV, "get", "pods", "-n", "shop", "--store", store],
                           capture_output=True, text=True, timeout=30, check=True)  # fmt: skip
