@@ -29,7 +29,6 @@ from meshpilot.agent.options import sds_socket_path
 from meshpilot.demo.mesh import DemoMesh
 from meshpilot.runtime.cluster import Cluster
 from meshpilot.runtime.pod import PodSpec
-from meshpilot.runtime.tokens import TOKEN_PATH
 from meshpilot.security.ca import CertificateAuthority
 from meshpilot.security.identity import SpiffeId
 
@@ -215,8 +214,8 @@ def secret_values(mesh: DemoMesh) -> dict[str, str]:
     token, the CA's keys, the token signing key, the gateway's TLS key, workload keys."""
     assert mesh.workspace is not None
     found: dict[str, str] = {}
-    for name, pod in mesh.pods.items():
-        token = pod.workdir / TOKEN_PATH
+    for name in mesh.pods:
+        token = mesh.token_file(name)
         if token.exists():
             found[f"token of {name}"] = token.read_text().strip()
     for path in mesh.workspace.ca_dir.iterdir():

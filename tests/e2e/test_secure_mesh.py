@@ -33,7 +33,6 @@ from meshpilot.agent.certs.workload import build_csr, new_key
 from meshpilot.demo.manifests import dump
 from meshpilot.demo.mesh import DemoMesh
 from meshpilot.demo.topology import TLS_MODE_LABEL, Role, Workload
-from meshpilot.runtime.tokens import TOKEN_PATH
 from meshpilot.security.identity import SpiffeId
 
 pytestmark = pytest.mark.envoy
@@ -262,7 +261,7 @@ def test_ca_refuses_a_csr_for_an_identity_the_caller_does_not_hold(mesh: DemoMes
     settings = CaSettings(
         address=f"unix:{mesh.workspace.secure_socket}",
         root_cert=mesh.workspace.root_cert,
-        token_file=mesh.pods["client"].workdir / TOKEN_PATH,
+        token_file=mesh.token_file("client"),
     )
     client = CaClient(settings)
     own = build_csr(new_key(), f"spiffe://{CLIENT}")

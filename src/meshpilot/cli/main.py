@@ -85,6 +85,14 @@ COMMANDS: dict[str, LazyCommand] = {
         "meshpilot.cli.proxy_status:proxy_status",
         "Show whether each proxy has what the control plane sent it.",
     ),
+    "rollout": LazyCommand(
+        "meshpilot.cli.rollout:rollout",
+        "Restart a Deployment's pods or follow its rollout (kubectl rollout).",
+    ),
+    "run": LazyCommand(
+        "meshpilot.cli.run:run",
+        "Run the Pods and Deployments of files here as injected netns pods (kubelet's stand-in).",
+    ),
     "token": LazyCommand(
         "meshpilot.cli.token:token", "Bootstrap tokens that workloads present to the CA."
     ),

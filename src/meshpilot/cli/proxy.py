@@ -109,6 +109,7 @@ _SHARED_OPTIONS = (
         "--secret-ttl",
         default="24h",
         show_default=True,
+        envvar="SECRET_TTL",  # as Istio's agent: set through proxyMetadata
         help="Requested workload certificate lifetime (Istio's SECRET_TTL).",
     ),
     click.option(

@@ -23,6 +23,7 @@ class Kind(StrEnum):
     SECRET = "Secret"
     SERVICE_ACCOUNT = "ServiceAccount"
     CONFIG_MAP = "ConfigMap"
+    DEPLOYMENT = "Deployment"
     GATEWAY = "Gateway"
     VIRTUAL_SERVICE = "VirtualService"
     DESTINATION_RULE = "DestinationRule"
@@ -62,6 +63,7 @@ _API_VERSIONS: dict[Kind, tuple[str, ...]] = {
     Kind.SECRET: ("v1",),
     Kind.SERVICE_ACCOUNT: ("v1",),
     Kind.CONFIG_MAP: ("v1",),
+    Kind.DEPLOYMENT: ("apps/v1",),
     Kind.GATEWAY: _NETWORKING,
     Kind.VIRTUAL_SERVICE: _NETWORKING,
     Kind.DESTINATION_RULE: _NETWORKING,

@@ -18,6 +18,7 @@ from meshpilot.config.istio.wasm_plugin import WasmPlugin
 from meshpilot.config.istio.workload_group import WorkloadGroup
 from meshpilot.config.kinds import Kind
 from meshpilot.config.kube.core import ConfigMap, Namespace, Secret, ServiceAccount
+from meshpilot.config.kube.deployment import Deployment
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.kube.service import Endpoints, EndpointSlice, Service
 from meshpilot.config.kube.webhook_configuration import MutatingWebhookConfiguration
@@ -34,6 +35,7 @@ MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
     Kind.SECRET: Secret,
     Kind.SERVICE_ACCOUNT: ServiceAccount,
     Kind.CONFIG_MAP: ConfigMap,
+    Kind.DEPLOYMENT: Deployment,
     Kind.GATEWAY: Gateway,
     Kind.VIRTUAL_SERVICE: VirtualService,
     Kind.DESTINATION_RULE: DestinationRule,

@@ -4,9 +4,11 @@
         mesh.get("client", "http://reviews:9080/")
 
 Order of start: private workspace and certificate; the pods (runtime.Cluster: network
-namespaces on a bridge); the external server; the mesh pods with their apps, /etc/hosts and
-capture rules; the mesh YAML with the pods' addresses; `meshpilot discovery` on loopback; a
-proxy agent per pod (sidecars and the two gateways); readiness of every proxy. `close()`
+namespaces on a bridge), each an injected Pod object (injected.py) whose namespace,
+/etc/hosts, volumes and capture (istio-init) `meshpilot run`'s runner sets up first; the
+mesh YAML with the pods' addresses; `meshpilot discovery` on loopback; then each pod's
+containers (the app, the istio-proxy agent of sidecars and gateways); readiness of every
+proxy. `close()`
 undoes all of it, also after a failed start, an exception, Ctrl-C or SIGTERM (the Cluster
 turns SIGTERM into SystemExit).
 
@@ -29,6 +31,7 @@ from urllib.parse import quote, urlsplit
 from meshpilot.demo import pods as podlib
 from meshpilot.demo.certs import GatewayCertificate, make_gateway_certificate
 from meshpilot.demo.hostpods import HostPods
+from meshpilot.demo.injected import demo_pod, injected_pods
 from meshpilot.demo.manifests import dump, mesh_files, pod_objects
 from meshpilot.demo.options import DemoOptions, free_port, loopback_ports, use_loopback
 from meshpilot.demo.pods import AgentPorts, DemoPod, MeshAccess
@@ -45,8 +48,11 @@ from meshpilot.demo.topology import (
 )
 from meshpilot.demo.workspace import Workspace, script_python
 from meshpilot.errors import MeshpilotError
+from meshpilot.inject.config import Injector
 from meshpilot.runtime.cluster import Cluster, ClusterConfig
-from meshpilot.runtime.tokens import project_token
+from meshpilot.runtime.run.access import MeshAccess as RunAccess
+from meshpilot.runtime.run.runner import PodStarter, RunningPod
+from meshpilot.runtime.tokens import TOKEN_PATH, project_token
 
 __all__ = ["DemoMesh", "DemoOptions"]
 
@@ -67,6 +73,8 @@ class DemoMesh:
     fallback_reason: str = ""
     agents_started: int = 0
     agent_dirs: dict[str, Path] = field(default_factory=dict)  # agents' --work-dir by pod
+    starter: PodStarter | None = None  # in namespaces: the runner that starts the pods
+    running: dict[str, RunningPod] = field(default_factory=dict)  # ... and what it started
 
     def __enter__(self) -> DemoMesh:
         self.start()
@@ -102,10 +110,16 @@ class DemoMesh:
             self.cluster = Cluster(ClusterConfig(name=self.options.cluster, stop_grace=2.0))
         self.cluster.start()
         workloads = [self.topology.external, *self.topology.workloads]
-        for work in workloads:
-            self._add_pod(work)
-        if not self.loopback:
-            podlib.install_capture(self.pods[w.name] for w in workloads if w.has_sidecar)
+        if self.loopback:
+            for work in workloads:
+                self._add_pod(work)
+        else:  # the pods of injected Pod objects, as `meshpilot run` starts them
+            assert isinstance(self.cluster, Cluster)
+            access = RunAccess(ws.secure_socket, ws.root_cert, ws.ca_dir)
+            ready = self.options.ready_timeout
+            self.starter = PodStarter(self.cluster, access, ws.root / "run", ready)
+            for work in workloads:
+                self._create_pod(work)
         for name, text in mesh_files(self.topology, self._mesh_pods(), self.external_ip).items():
             ws.config.write(name, text)
         self.control = ControlPlane(
@@ -120,18 +134,23 @@ class DemoMesh:
             self._start_agent(work)
         self._wait_ready(workloads)
 
+    def _create_pod(self, work: Workload) -> DemoPod:
+        """The workload's Pod, injected, with its namespace and capture (no container yet)."""
+        assert self.workspace is not None and self.starter is not None
+        pod = demo_pod(work, self.python, self.workspace.app, self.options.envoy_log_level,
+                       self.options.secret_ttl)  # fmt: skip
+        (item,) = injected_pods([pod], Injector())
+        running = self.starter.create(item, self._hosts() if work.in_mesh else {})
+        self.running[work.name] = running
+        self.pods[work.name] = running.pod
+        self.workloads[work.name] = work
+        return running.pod
+
     def _add_pod(self, work: Workload) -> DemoPod:
-        assert self.workspace is not None
-        script = self.workspace.app
-        pod: DemoPod
-        if isinstance(self.cluster, HostPods):
-            ip = str(self.cluster.allocate())
-            pod = self.cluster.add_pod(podlib.pod_spec(work, self.python, script, ip))
-        else:
-            assert self.cluster is not None
-            pod = self.cluster.add_pod(podlib.pod_spec(work, self.python, script))
-            if work.in_mesh:
-                podlib.write_hosts(pod, self._hosts())
+        """A pod on the loopback fallback (no namespaces: no runner, no injection)."""
+        assert self.workspace is not None and isinstance(self.cluster, HostPods)
+        ip = str(self.cluster.allocate())
+        pod = self.cluster.add_pod(podlib.pod_spec(work, self.python, self.workspace.app, ip))
         self.pods[work.name] = pod
         self.workloads[work.name] = work
         return pod
@@ -145,6 +164,14 @@ class DemoMesh:
 
     def _start_agent(self, work: Workload) -> None:
         assert self.workspace is not None
+        if work.name in self.running:  # its containers, the proxy among them
+            assert self.starter is not None
+            running = self.running[work.name]
+            self.starter.launch(running)
+            if running.agent_dir is not None:
+                self.agent_ports[work.name] = AgentPorts()
+                self.agent_dirs[work.name] = running.agent_dir
+            return
         if not self._proxied(work):
             return
         ports = None
@@ -202,6 +229,7 @@ class DemoMesh:
                     self.workspace.remove()
                     self.workspace = None
                 self.pods.clear()
+                self.running.clear()
         if errors:
             raise DemoError("; ".join(errors))
 
@@ -210,9 +238,7 @@ class DemoMesh:
     def add_pod(self, work: Workload) -> DemoPod:
         """Scale out: a new pod with its sidecar, ready, then its Pod object in the config
         (`scaled.yaml`), which callers learn by EDS."""
-        pod = self._add_pod(work)
-        if not self.loopback and work.has_sidecar:
-            podlib.install_capture([pod])
+        pod = self._add_pod(work) if self.loopback else self._create_pod(work)
         self._start_agent(work)
         self._wait_ready([work])
         self._write_scaled()
@@ -222,6 +248,7 @@ class DemoMesh:
         assert self.cluster is not None
         pod = self.pods.pop(name)
         del self.workloads[name]
+        self.running.pop(name, None)
         self._write_scaled()
         podlib.stop_agents([pod])
         self.cluster.remove_pod(pod.key)
@@ -263,6 +290,14 @@ class DemoMesh:
         """Where clients outside the mesh reach the ingress gateway's HTTPS listener."""
         host = "127.0.0.1" if self.loopback else str(self.pods[INGRESS_POD].ip)
         return host, self.topology.ports.ingress
+
+    def token_file(self, name: str) -> Path:
+        """The pod's token as its agent reads it (the projected istio-token volume)."""
+        running = self.running.get(name)
+        for volume in running.plan.volumes if running is not None else ():
+            if volume.kind == "token":
+                return volume.path / volume.token_file
+        return self.pods[name].workdir / TOKEN_PATH
 
     def ip(self, name: str) -> IPv4Address:
         return self.pods[name].ip

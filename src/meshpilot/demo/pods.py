@@ -1,13 +1,13 @@
-"""The demo's pods: app, /etc/hosts, capture rules as istio-init installs them, the proxy
-agent, and readiness.
+"""The demo's pods: their apps, the proxy agent, and readiness.
 
-In network namespaces (runtime.Pod) apps run as `nobody`; the agent runs as root inside the
-pod and starts Envoy as the pod's own proxy user (`Pod.proxy_user`: a UID no other pod's
-proxy has, group 1337), which capture lets through in sidecars; gateways (routers) have no
-capture. So no pod's proxy reaches another pod's SDS socket (a 0700 directory of its UID).
-On the loopback fallback (hostpods.HostPod) everything runs as the demo's user and sidecars
-use interceptionMode NONE. Only what lives in the pods'
-namespaces and the host's loopback is ever contacted.
+In network namespaces every pod is an injected Pod (injected.py) started by `meshpilot
+run`'s runner: istio-init's capture, then the app as `nobody` and the istio-proxy agent as
+root inside the pod, Envoy as the pod's own proxy user (a UID no other pod's proxy has,
+group 1337), which capture lets through; gateways (routers) have no capture. So no pod's
+proxy reaches another pod's SDS socket (a 0700 directory of its UID). On the loopback
+fallback (hostpods.HostPod) pods are started here by hand: everything runs as the demo's
+user and sidecars use interceptionMode NONE. Only what lives in the pods' namespaces and
+the host's loopback is ever contacted.
 """
 
 from __future__ import annotations
@@ -23,13 +23,11 @@ from typing import Protocol
 
 from meshpilot.demo.processes import (
     DemoError,
-    capture_flags,
     http_get,
     meshpilot_argv,
     tail,
 )
 from meshpilot.demo.topology import Role, Workload
-from meshpilot.runtime.netns import NETNS_ETC, write_netns_etc
 from meshpilot.runtime.pod import PodProcess, PodSpec, RunAs
 from meshpilot.runtime.tokens import TOKEN_PATH
 from meshpilot.settings import Ports
@@ -41,12 +39,10 @@ __all__ = [
     "MeshAccess",
     "agent_argv",
     "app_argv",
-    "install_capture",
     "pod_spec",
     "start_agent",
     "stop_agents",
     "wait_ready",
-    "write_hosts",
 ]
 
 NOBODY = RunAs(65534, 65534)
@@ -139,48 +135,12 @@ def app_argv(python: str, script: Path, work: Workload) -> tuple[str, ...]:
     return tuple(argv)
 
 
-def pod_spec(work: Workload, python: str, script: Path, loopback_ip: str = "") -> PodSpec:
-    """In a namespace the app binds every address and runs as nobody (the external server,
-    outside the mesh, keeps root for port 80); on the loopback it binds its own address."""
+def pod_spec(work: Workload, python: str, script: Path, loopback_ip: str) -> PodSpec:
+    """A pod on the loopback: the app binds its own address (namespaced pods are injected
+    Pods started by the runner: injected.py)."""
     app = app_argv(python, script, work)
-    if loopback_ip:
-        app = (*app, "--bind", loopback_ip) if app else ()
-        return PodSpec(name=work.name, namespace=work.namespace, ip=loopback_ip, app=app)
-    user = NOBODY if work.role is not Role.EXTERNAL else None
-    return PodSpec(
-        name=work.name, namespace=work.namespace, labels=work.labels, app=app, app_user=user
-    )
-
-
-def write_hosts(pod: DemoPod, entries: Mapping[str, Sequence[str]]) -> None:
-    """Add names to the pod's /etc/hosts (the runtime wrote its own name there)."""
-    current = (NETNS_ETC / pod.netns / "hosts").read_text()
-    extra = "".join(f"{ip}\t{' '.join(names)}\n" for ip, names in entries.items())
-    write_netns_etc(pod.netns, {"hosts": current + extra})
-
-
-def install_capture(pods: Iterable[DemoPod], timeout: float = 30.0) -> None:
-    """`meshpilot iptables ...` inside each pod, as istio-init does (in parallel)."""
-    running = [
-        (pod, subprocess.Popen(
-            pod.command(meshpilot_argv(
-                "iptables", *capture_flags(pod.proxy_user.uid, pod.proxy_user.gid)
-            )),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        ))
-        for pod in pods
-    ]  # fmt: skip
-    failures = []
-    for pod, proc in running:
-        try:
-            out, _ = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        if proc.returncode != 0:
-            failures.append(f"{pod.key}: {out.decode(errors='replace').strip()}")
-    if failures:
-        raise DemoError("meshpilot iptables failed: " + "; ".join(failures))
+    app = (*app, "--bind", loopback_ip) if app else ()
+    return PodSpec(name=work.name, namespace=work.namespace, ip=loopback_ip, app=app)
 
 
 def agent_argv(
@@ -232,21 +192,12 @@ def start_agent(
     """The agent as root in the pod: it writes the bootstrap and runs Envoy as the pod's
     proxy user (which capture lets out). On the loopback fallback it runs as the demo's
     user."""
-    if ports is None and work.role is Role.ROUTER:
-        allow_low_ports(pod)
     return pod.start_sidecar(agent_argv(work, pod, access, work_dir, log_level, ports), run_as=ROOT)
 
 
-def allow_low_ports(pod: DemoPod) -> None:
-    """A gateway's Envoy runs as its pod's user yet may serve Gateway ports such as 80 and
-    443: no port is privileged in its network namespace (Istio's gateways set this sysctl)."""
-    result = pod.exec(["sysctl", "-qw", "net.ipv4.ip_unprivileged_port_start=0"])
-    if result.returncode != 0:
-        raise DemoError(f"pod {pod.key}: cannot open ports below 1024: {result.stderr.strip()}")
-
-
 def agent_process(pod: DemoPod) -> PodProcess | None:
-    return next((p for p in pod.processes if p.role == AGENT_ROLE), None)
+    """The proxy agent: started by hand (loopback) or as an injected istio-proxy."""
+    return next((p for p in pod.processes if p.role in (AGENT_ROLE, "istio-proxy")), None)
 
 
 def _exited(pod: DemoPod) -> str:

@@ -26,10 +26,8 @@ from typing import Any
 from meshpilot.errors import MeshpilotError
 
 __all__ = [
-    "CAPTURE_FLAGS",
     "ControlPlane",
     "DemoError",
-    "capture_flags",
     "die_with_parent",
     "http_get",
     "meshpilot_argv",
@@ -41,23 +39,11 @@ _ENTRY = {
     "proxy": "from meshpilot.cli.proxy import proxy as c",
     "iptables": "from meshpilot.cli.iptables import iptables as c",
 }
-# What istio-init runs (the injector's defaults): capture everything, keep the proxy's
-# health and metrics ports out of inbound capture; `capture_flags` adds the proxy's user.
-CAPTURE_FLAGS = (
-    "-p", "15001", "-z", "15006", "-m", "REDIRECT",
-    "-i", "*", "-x", "", "-b", "*", "-d", "15090,15021,15020",
-)  # fmt: skip
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class DemoError(MeshpilotError):
     """The demo mesh could not be set up (the message says which part and why)."""
-
-
-def capture_flags(uid: int, gid: int) -> tuple[str, ...]:
-    """istio-init's flags for a pod whose proxy runs as `uid`/`gid` (its traffic is let
-    through: Istio's ProxyUID and ProxyGID)."""
-    return (*CAPTURE_FLAGS, "-u", str(uid), "-g", str(gid))
 
 
 def meshpilot_argv(command: str, *args: str) -> list[str]:

@@ -109,6 +109,9 @@ def _agent_level(data: TemplateData) -> str:
     return level if level in _AGENT_LEVELS else "info"
 
 
+_TERMINATION_DRAIN_DEFAULT = 5_000_000_000  # ProxyConfig's 5s: the agent's default too
+
+
 def proxy_args(data: TemplateData, router: bool) -> list[str]:
     proxy = data.values.global_.proxy
     config = data.proxy_config
@@ -131,6 +134,14 @@ def proxy_args(data: TemplateData, router: bool) -> list[str]:
     args += ["--agent-log-level", _agent_level(data)]
     if config.concurrency is not None:
         args += ["--concurrency", str(config.concurrency)]
+    if config.termination_drain_duration != _TERMINATION_DRAIN_DEFAULT:
+        millis = config.termination_drain_duration // 1_000_000
+        args += ["--termination-drain-duration", f"{millis}ms"]
+    # Istio puts these in the bootstrap's stats matcher; the agent takes them as flags
+    prefixes = data.annotation("sidecar.istio.io/statsInclusionPrefixes", "")
+    for prefix in (p.strip() for p in prefixes.split(",")):
+        if prefix:
+            args += ["--stats-inclusion-prefix", prefix]
     return args
 
 

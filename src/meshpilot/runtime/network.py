@@ -58,10 +58,13 @@ class Bridge:
 
 @dataclass(slots=True)
 class IpPool:
-    """Addresses of one subnet: the first host is the gateway, pods get the next free ones."""
+    """Addresses of one subnet: the first host is the gateway, pods get the next free ones
+    after the last one given, wrapping around (host-local IPAM's order): a released address
+    is not given again at once, while peers may still hold its old MAC in their ARP cache."""
 
     subnet: IPv4Network
     used: set[IPv4Address] = field(default_factory=set)
+    last: IPv4Address | None = None
 
     @property
     def gateway(self) -> IPv4Address:
@@ -75,9 +78,12 @@ class IpPool:
                 raise NetworkError(f"{wanted} is already taken")
             self.used.add(wanted)
             return wanted
-        for address in self.subnet.hosts():
-            if address != self.gateway and address not in self.used:
+        hosts = [a for a in self.subnet.hosts() if a != self.gateway]
+        start = hosts.index(self.last) + 1 if self.last in hosts else 0
+        for address in hosts[start:] + hosts[:start]:
+            if address not in self.used:
                 self.used.add(address)
+                self.last = address
                 return address
         raise NetworkError(f"no free address left in {self.subnet}")
 

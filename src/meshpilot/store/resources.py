@@ -118,6 +118,8 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(Kind.SERVICE_ACCOUNT, "", "serviceaccounts", "serviceaccount", ("sa",)),
     ResourceType(Kind.CONFIG_MAP, "", "configmaps", "configmap", ("cm",),
                  (Column("DATA", _count("data")),)),
+    ResourceType(Kind.DEPLOYMENT, "apps", "deployments", "deployment", ("deploy",),
+                 (Column("REPLICAS", _path("spec", "replicas", default="1")),)),
     ResourceType(Kind.GATEWAY, _NET, "gateways", "gateway", ("gw",)),
     ResourceType(Kind.VIRTUAL_SERVICE, _NET, "virtualservices", "virtualservice", ("vs",), (
         Column("GATEWAYS", _path("spec", "gateways")),

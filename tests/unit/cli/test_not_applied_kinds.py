@@ -94,14 +94,14 @@ def test_an_unknown_kind_of_an_istio_group_fails_analyze(tmp_path: Path) -> None
     path = tmp_path / "typo.yaml"
     path.write_text(
         "apiVersion: telemetry.istio.io/v1\nkind: Telemetri\nmetadata: {name: t}\n---\n"
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: web}\n"
     )
     result = CliRunner().invoke(cli, ["analyze", "-f", str(path)])
     assert result.exit_code == 79, result.output
     assert result.stdout.splitlines() == [
         f"Error [IST0106] (Telemetri t {path}:1) Schema validation error: kind: unknown kind "
         "'Telemetri' in Istio API group 'telemetry.istio.io'",
-        f"Warning [MP0002] (Deployment web {path}:5) unknown kind 'Deployment' ignored",
+        f"Warning [MP0002] (StatefulSet web {path}:5) unknown kind 'StatefulSet' ignored",
     ]
 
 

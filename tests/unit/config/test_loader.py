@@ -67,10 +67,10 @@ def test_malformed_yaml_reports_its_line() -> None:
 
 
 def test_unknown_kind_is_reported_and_ignored() -> None:
-    result = load_text("apiVersion: v1\nkind: Deployment\nmetadata: {name: web}\n", "d.yaml")
+    result = load_text("apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: web}\n", "d.yaml")
     [diag] = result.diagnostics
     assert diag.severity is Severity.WARNING
-    assert "unknown kind 'Deployment' ignored" in diag.message
+    assert "unknown kind 'StatefulSet' ignored" in diag.message
     assert not result.objects
 
 

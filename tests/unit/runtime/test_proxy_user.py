@@ -6,7 +6,6 @@ from ipaddress import IPv4Address
 
 import pytest
 
-from meshpilot.demo.processes import capture_flags
 from meshpilot.runtime.pod import PROXY_GID, PodError, RunAs, pod_proxy_user
 
 
@@ -23,10 +22,3 @@ def test_neighbours_never_share_a_uid() -> None:
 def test_an_address_below_the_account_range_is_refused() -> None:
     with pytest.raises(PodError, match=r"0\.0\.255\.254 gives no proxy UID of its own"):
         pod_proxy_user(IPv4Address("0.0.255.254"))
-
-
-def test_capture_lets_the_pods_proxy_user_through() -> None:
-    flags = capture_flags(183762952, 1337)
-    assert flags[flags.index("-u") + 1] == "183762952"
-    assert flags[flags.index("-g") + 1] == "1337"
-    assert flags.count("-u") == 1

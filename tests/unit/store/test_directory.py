@@ -112,11 +112,11 @@ def test_invalid_object_refused_with_loader_message_nothing_written(
 
 
 def test_unknown_kind_refused(store: DirectoryStore) -> None:
-    text = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {}\n"
+    text = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: web}\nspec: {}\n"
     with pytest.raises(InvalidObjectsError) as err:
         store.apply(docs(text, "d.yaml"))
     assert str(err.value) == (
-        "d.yaml:1: error: Deployment web: kind: no matches for kind 'Deployment': "
+        "d.yaml:1: error: StatefulSet web: kind: no matches for kind 'StatefulSet': "
         "the store cannot hold it"
     )
 

@@ -108,8 +108,8 @@ def test_dry_run_and_unknown_resource(run, tmp_path: Path) -> None:  # type: ign
     run("apply", "-f", str(tmp_path / "dr.yaml"))
     run("apply", "-f", str(tmp_path / "vs.yaml"), "--dry-run")
     assert run("get", "vs")[2] == "No resources found in default namespace.\n"
-    code, _, err = run("get", "deployments")
-    assert (code, err) == (1, 'Error: the server doesn\'t have a resource type "deployments"\n')
+    code, _, err = run("get", "statefulsets")
+    assert (code, err) == (1, 'Error: the server doesn\'t have a resource type "statefulsets"\n')
 
 
 def test_store_flag_overrides_the_environment(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

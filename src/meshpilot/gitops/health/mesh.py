@@ -21,7 +21,8 @@ from meshpilot.gitops.health.status import Health, HealthStatusCode
 
 __all__ = ["MeshFindings", "analyze_manifests", "mesh_health", "overlay"]
 
-_MESH_KINDS = frozenset(k.value for k in Kind) - {Kind.MESH_CONFIG.value}
+# Deployments are stored for `meshpilot run`; their health is a rollout's (workloads.py).
+_MESH_KINDS = frozenset(k.value for k in Kind) - {Kind.MESH_CONFIG.value, Kind.DEPLOYMENT.value}
 
 # Findings per resource, errors and warnings alike, in the analyzer's order.
 MeshFindings = Mapping[ResourceKey, tuple[Diagnostic, ...]]

@@ -1,0 +1,42 @@
+"""The demo's pods come from injection: each workload is a Pod object injected as a cluster
+would inject it and started by `meshpilot run`'s runner (istio-init's capture, the
+istio-proxy container's agent on the control plane's socket), not by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from tests.e2e.live_mesh import running_mesh
+
+from meshpilot.demo.mesh import DemoMesh
+from meshpilot.demo.topology import EGRESS_POD, INGRESS_POD
+
+
+@pytest.fixture(scope="module")
+def mesh() -> Iterator[DemoMesh]:
+    yield from running_mesh()
+
+
+def test_every_pod_is_an_injected_pod_started_by_the_runner(mesh: DemoMesh) -> None:
+    injected = {name for name, running in mesh.running.items() if running.item.injected}
+    assert set(mesh.running) == set(mesh.pods)
+    assert injected == set(mesh.pods) - {"httpbin"}  # the external server is outside the mesh
+    client = mesh.running["client"]
+    assert [c.name for c in client.plan.init_containers] == ["istio-init"]
+    assert [c.name for c in client.plan.containers] == ["client", "istio-proxy"]
+    for gateway in (INGRESS_POD, EGRESS_POD):  # the gateway template: no capture, a router
+        plan = mesh.running[gateway].plan
+        assert plan.init_containers == () and plan.containers[0].argv[1:3] == ("proxy", "router")
+    agent = next(p for p in mesh.pods["client"].processes if p.role == "istio-proxy")
+    argv = Path(f"/proc/{agent.popen.pid}/cmdline").read_bytes().split(b"\0")
+    assert b"--discovery-address" in argv
+    assert argv[argv.index(b"--discovery-address") + 1].startswith(b"unix:")
+    assert b"istiod.istio-system.svc:15012" not in argv
+
+
+def test_injected_pods_serve_the_mesh(mesh: DemoMesh) -> None:
+    status, line = mesh.get("client", "http://reviews:9080/")
+    assert status == 200
+    assert line.endswith("caller=spiffe://cluster.local/ns/default/sa/client"), line
