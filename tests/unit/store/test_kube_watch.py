@@ -121,7 +121,7 @@ def test_an_invalid_object_behind_our_back_keeps_the_last_good(kube: KubeApiServ
         (diag,) = store.snapshot().diagnostics
         assert diag.file == "kube:virtualservices.networking.istio.io/default/ratings"
         assert diag.field == "spec.hosts" and "valid list" in diag.message, str(diag)
-        assert store.get(RATINGS).spec.hosts == ["good"]  # type: ignore[union-attr]
+        assert store.get(RATINGS).model.spec.hosts == ["good"]  # type: ignore[union-attr]
         kube.write_raw(NET, "virtualservices", vs(["fixed"]))
         await until(lambda: hosts(store) == ["fixed"], "the fixed version")
         assert store.snapshot().diagnostics == ()
