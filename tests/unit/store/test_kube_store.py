@@ -126,3 +126,51 @@ def test_a_server_that_is_down_is_one_clear_line(kube: KubeApiServer) -> None:
     code, out, err = run("get", "vs", "--store", url(kube))
     assert (code, out) == (1, "")
     assert err.startswith(f"Error: kube://standin ({kube.url}): cannot reach the API server"), err
+
+
+KINDS = """\
+apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec:
+  ports: [{port: 80, name: http}]
+---
+apiVersion: security.istio.io/v1beta1
+kind: AuthorizationPolicy
+metadata: {name: deny-all, namespace: shop}
+spec: {}
+---
+apiVersion: telemetry.istio.io/v1alpha1
+kind: Telemetry
+metadata: {name: mesh-default, namespace: istio-system}
+spec:
+  accessLogging: [{providers: [{name: envoy}]}]
+"""
+
+
+def test_each_kind_is_written_at_its_api_group_and_version(
+    kube: KubeApiServer, tmp_path: Path
+) -> None:
+    (tmp_path / "kinds.yaml").write_text(KINDS)
+    argocd = Path(__file__).resolve().parents[3] / "examples" / "gitops" / "argocd"
+    files = [tmp_path / "kinds.yaml", argocd / "project.yaml", argocd / "application.yaml"]
+    code, out, err = run("apply", *[a for f in files for a in ("-f", str(f))], "--store", url(kube))
+    assert code == 0, err
+    patched = [u.partition("?")[0] for m, u, _ in kube.requests if m == "PATCH"]
+    assert sorted(set(patched)) == [
+        "/api/v1/namespaces/shop",
+        "/api/v1/namespaces/shop/services/web",
+        "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/web",
+        "/apis/argoproj.io/v1alpha1/namespaces/argocd/appprojects/mesh",
+        "/apis/security.istio.io/v1/namespaces/shop/authorizationpolicies/deny-all",
+        "/apis/telemetry.istio.io/v1/namespaces/istio-system/telemetries/mesh-default",
+    ]
+    # what a list returns (built-in kinds' items carry no apiVersion/kind) reads back whole
+    code, out, _ = run("get", "svc", "-n", "shop", "-o", "name", "--store", url(kube))
+    assert (code, out) == (0, "service/web\n")
+    code, out, _ = run("get", "applications", "-n", "argocd", "-o", "name", "--store", url(kube))
+    assert (code, out) == (0, "application.argoproj.io/web\n")
