@@ -12,7 +12,8 @@ here). It speaks the wire protocol the store uses, on loopback, with a bearer to
                                        configuration is the object (status kept), the manager
                                        and its top-level fields in managedFields; a stale
                                        metadata.resourceVersion or (force unset) another
-                                       manager's fields: 409 Conflict
+                                       manager's fields: 409 Conflict; a namespace that
+                                       does not exist: 404 (`default` and `kube-system` do)
     DELETE .../<name>                  200 Success / 404
 
 Paths: /api/v1/[namespaces/NS/]PLURAL[/NAME] and /apis/GROUP/VERSION/[...]. Every resource
@@ -81,6 +82,11 @@ class KubeApiServer:
         class Handler(_Handler):
             api = server
 
+        with self.cond:
+            for ns in ("default", "kube-system"):  # as a new cluster has them
+                self._store(("v1", "namespaces"), {"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": ns}})  # fmt: skip
+            self.oldest = self.rv
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -164,6 +170,8 @@ class KubeApiServer:
         meta = body.get("metadata") or {}
         if meta.get("name") != name or (ns and meta.get("namespace", ns) != ns):
             return 400, _status(400, "BadRequest", "the name does not match the path")
+        if ns and ("", ns) not in self.objects.get(("v1", "namespaces"), {}):
+            return 404, _status(404, "NotFound", f'namespaces "{ns}" not found')
         old = self.objects.get(coll, {}).get((ns, name))
         old_meta = (old or {}).get("metadata", {})
         wanted = meta.get("resourceVersion")

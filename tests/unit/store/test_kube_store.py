@@ -73,7 +73,7 @@ def test_apply_get_delete_through_the_kubeconfig(kube: KubeApiServer, tmp_path: 
     code, out, _ = meshpilot("get", "vs", "-o", "name", "--store", "kube://standin")
     assert (code, out) == (0, "virtualservice.networking.istio.io/ratings\n")
     code, out, _ = meshpilot("get", "vs", "ratings", "-o", "yaml", "--store", "kube://")
-    assert code == 0 and "hosts:\n  - ratings\n" in out and "resourceVersion: '101'" in out
+    assert code == 0 and "hosts:\n  - ratings\n" in out and "resourceVersion: '103'" in out
     code, out, _ = meshpilot("delete", "vs", "ratings", "--store", "kube://standin")
     assert (code, out) == (0, 'virtualservice.networking.istio.io "ratings" deleted\n')
     assert kube.get("networking.istio.io/v1", "virtualservices", "default", "ratings") is None
@@ -134,6 +134,14 @@ kind: Namespace
 metadata: {name: shop}
 ---
 apiVersion: v1
+kind: Namespace
+metadata: {name: istio-system}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: argocd}
+---
+apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: shop}
 spec:
@@ -162,6 +170,8 @@ def test_each_kind_is_written_at_its_api_group_and_version(
     assert code == 0, err
     patched = [u.partition("?")[0] for m, u, _ in kube.requests if m == "PATCH"]
     assert sorted(set(patched)) == [
+        "/api/v1/namespaces/argocd",
+        "/api/v1/namespaces/istio-system",
         "/api/v1/namespaces/shop",
         "/api/v1/namespaces/shop/services/web",
         "/apis/argoproj.io/v1alpha1/namespaces/argocd/applications/web",

@@ -52,6 +52,7 @@ async def watching(
     kube: KubeApiServer, body: Callable[[KubeStore, list[ChangeEvent]], Any]
 ) -> None:
     store = KubeStore(parse_kube_url(f"kube://standin?kubeconfig={kube.kubeconfig}"))
+    store.load()  # the cluster's namespaces: no change recorded below
     events: list[ChangeEvent] = []
     store.subscribe(events.append)
     task = asyncio.create_task(store.watch())

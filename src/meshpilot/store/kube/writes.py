@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
 from meshpilot.config.loader import load_documents
 from meshpilot.config.yaml_source import RawDocument
 from meshpilot.store.admission import refuse_unstorable
@@ -45,7 +46,14 @@ def apply_documents(
     ]
     before = {key: _get(store, key) for key, _ in planned}
     # Every object through the server's admission first: a refusal leaves nothing written.
-    results = [_apply(store, key, body, before[key], dry_run=True) for key, body in planned]
+    # An object in a namespace this write creates cannot be dry-run (no namespace yet).
+    creates = {k.name for k, _ in planned if k.kind is Kind.NAMESPACE and before[k] is None}
+    results = [
+        _apply(store, key, body, before[key], dry_run=True)
+        if key.namespace not in creates
+        else (ApplyResult(key, ApplyAction.CREATED, ""), body)
+        for key, body in planned
+    ]
     if dry_run:
         return [result for result, _ in results]
     out = []
