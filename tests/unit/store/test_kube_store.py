@@ -184,3 +184,13 @@ def test_each_kind_is_written_at_its_api_group_and_version(
     assert (code, out) == (0, "service/web\n")
     code, out, _ = run("get", "applications", "-n", "argocd", "-o", "name", "--store", url(kube))
     assert (code, out) == (0, "application.argoproj.io/web\n")
+
+
+def test_no_kubeconfig_outside_a_cluster_is_one_clear_line(tmp_path: Path) -> None:
+    env = {**os.environ, "KUBECONFIG": str(tmp_path / "absent"), "HOME": str(tmp_path)}
+    env.pop("KUBERNETES_SERVICE_HOST", None)
+    done = subprocess.run([str(MESHPILOT), "get", "vs", "--store", "kube://"], env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("Error: kube://: no kubeconfig ("), done.stderr
+    assert "and not in a cluster (" in done.stderr and "Traceback" not in done.stderr
