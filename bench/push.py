@@ -387,13 +387,15 @@ class Worker:
         replay: bool = False,
         delta: bool = False,
         vhds: bool = False,
+        offset: int = 0,
     ) -> dict[str, Any]:
         """N clients (Delta xDS ones with `delta`); with `replay`, their ACKs name what the
-        last real run subscribed to."""
+        last real run subscribed to; `offset`: the first one's pod (bench/replicas.py
+        spreads the mesh's proxies over two workers)."""
         shape = MeshShape()
         started = time.monotonic()
         kind = DeltaClient if delta else Client
-        self.clients = [kind(*node_of(k, shape), bare=bare) for k in range(n)]
+        self.clients = [kind(*node_of(k, shape), bare=bare) for k in range(offset, offset + n)]
         for c in self.clients if replay else ():
             c.replay = self.subscriptions.get(c.node_id, {})
         for c in self.clients:

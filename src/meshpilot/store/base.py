@@ -3,9 +3,9 @@ change events.
 
     ConfigStore     read: snapshots, objects by key, change events (watched files, every backend)
     LiveStore       + write: whole objects, all or nothing (`meshpilot apply`, GitOps sync)
-    WatchedStore    + follow other processes' writes (the directory and etcd backends)
+    WatchedStore    + follow other processes' writes (the directory, etcd and kube backends)
 
-Backends (store/files.py, store/directory/, store/etcd/) hold every object by (kind,
+Backends (store/files.py, store/directory/, store/etcd/, store/kube/) hold every object by (kind,
 namespace, name). Nothing downstream sees an invalid object: a source
 that reads one keeps the last good version of it and reports the problem as a Diagnostic.
 """

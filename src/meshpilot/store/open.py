@@ -3,8 +3,9 @@
     DIR | file:///DIR                           the directory store (store/directory/)
     etcd://host:port[,host:port...]/prefix      etcd (store/etcd/); TLS: etcd+https://...
                                                 ?cacert=FILE&cert=FILE&key=FILE
-    kube://[context]                            planned: refused with a clear error, never
-                                                taken for a relative directory named `kube:`
+    kube://[context]                            the Kubernetes API (store/kube/): a kubeconfig
+                                                context, or in-cluster config; never taken
+                                                for a relative directory named `kube:`
 
 Reads never create state: `open_store(url, create=False)` on a path that holds no store says
 so (`NoStoreError`) and leaves the filesystem alone; only writers pass `create=True`. An etcd
@@ -24,11 +25,13 @@ from meshpilot.store.base import WatchedStore
 from meshpilot.store.directory import DirectoryStore, StoreError
 from meshpilot.store.directory.store_dir import MARKER
 from meshpilot.store.etcd import ETCD_SCHEMES, parse_etcd_url
+from meshpilot.store.kube import KUBE_SCHEME, parse_kube_url
 
 __all__ = [
     "NoStoreError",
     "StoreUrlError",
     "is_etcd_url",
+    "is_kube_url",
     "open_directory_store",
     "open_store",
     "store_path",
@@ -57,11 +60,13 @@ def store_path(url: str) -> Path:
     scheme = match.group(1).lower()
     if scheme in ETCD_SCHEMES:
         raise StoreUrlError(f"{url!r} is an etcd store, not a directory")
+    if scheme == KUBE_SCHEME:
+        raise StoreUrlError(f"{url!r} is a Kubernetes API store, not a directory")
     if scheme not in _DIRECTORY_SCHEMES:
-        planned = " (the Kubernetes API backend is planned)" if scheme == "kube" else ""
         raise StoreUrlError(
-            f"store URL scheme {match.group(1)!r} is not supported yet; give a directory "
-            f"(a path or file:///path) or etcd://host:port/prefix, not {url!r}{planned}"
+            f"store URL scheme {match.group(1)!r} is not supported; give a directory "
+            f"(a path or file:///path), etcd://host:port/prefix or kube://[context], "
+            f"not {url!r}"
         )
     parts = urlsplit(url)
     if parts.netloc not in ("", "localhost") or not parts.path:
@@ -72,6 +77,11 @@ def store_path(url: str) -> Path:
 def is_etcd_url(url: str) -> bool:
     match = _URL.match(url)
     return match is not None and match.group(1).lower() in ETCD_SCHEMES
+
+
+def is_kube_url(url: str) -> bool:
+    match = _URL.match(url)
+    return match is not None and match.group(1).lower() == KUBE_SCHEME
 
 
 def open_store(url: str, *, create: bool, skip_kinds: Collection[Kind] = ()) -> WatchedStore:
@@ -86,6 +96,16 @@ def open_store(url: str, *, create: bool, skip_kinds: Collection[Kind] = ()) -> 
                 f"{url}: the etcd store needs the aetcd package (pip install aetcd): {exc}"
             ) from exc
         return EtcdStore(target, skip_kinds=skip_kinds)
+    if is_kube_url(url):
+        kube = parse_kube_url(url)
+        try:  # the kubernetes client: only for a kube:// store
+            from meshpilot.store.kube.backend import KubeStore
+        except ImportError as exc:
+            raise StoreUrlError(
+                f"{url}: the Kubernetes store needs the kubernetes package "
+                f"(pip install kubernetes): {exc}"
+            ) from exc
+        return KubeStore(kube, skip_kinds=skip_kinds)
     return open_directory_store(url, create=create, skip_kinds=skip_kinds)
 
 
