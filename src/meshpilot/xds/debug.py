@@ -34,6 +34,7 @@ _FLAT = {
     TypeUrl.ROUTE: "route",
     TypeUrl.ENDPOINT: "endpoint",
     TypeUrl.SECRET: "secret",
+    TypeUrl.EXTENSION_CONFIG: "extensionconfig",
 }
 _ADMIN = "type.googleapis.com/envoy.admin.v3."
 

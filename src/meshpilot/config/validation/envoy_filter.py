@@ -44,7 +44,6 @@ _REPLACEABLE = ("HTTP_FILTER", "NETWORK_FILTER")
 _HCM = ("envoy.filters.network.http_connection_manager", "envoy.http_connection_manager")
 # applyTo values meshpilot validates but does not apply (xds/patch/selection.py reports them too).
 _NOT_APPLIED = {
-    "EXTENSION_CONFIG": "EXTENSION_CONFIG patches are not applied yet: meshpilot serves no ECDS",
     "BOOTSTRAP": "BOOTSTRAP patches are not applied yet: the agent builds the bootstrap itself",
 }
 

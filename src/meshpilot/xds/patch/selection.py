@@ -31,7 +31,6 @@ _PARSED_KEY = "xds.patch.parsed"
 _GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"
 # Applied elsewhere or not served: reported instead of silently ignored.
 _NOT_SERVED = {
-    "EXTENSION_CONFIG": "EXTENSION_CONFIG patches are not applied yet: meshpilot serves no ECDS",
     "BOOTSTRAP": "BOOTSTRAP patches are not applied yet: the agent builds the bootstrap itself",
 }
 
