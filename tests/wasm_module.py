@@ -1,5 +1,6 @@
 """The smallest proxy-wasm module that does something visible, built from WAT by `wat2wasm`
-(Debian's wabt): it adds `x-wasm-plugin: added` to every response. The ABI (0.2.1) wants an
+(Debian's wabt): it adds `x-wasm-plugin: added` to every request, so the app behind the
+sidecar sees it. The ABI (0.2.1) wants an
 allocator and the context callbacks exported; the rest of the host calls go unused."""
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ WAT = f"""
   (func (export "proxy_on_context_create") (param i32 i32))
   (func (export "proxy_on_vm_start") (param i32 i32) (result i32) (i32.const 1))
   (func (export "proxy_on_configure") (param i32 i32) (result i32) (i32.const 1))
-  (func (export "proxy_on_response_headers") (param i32 i32 i32) (result i32)
-    ;; map 2: response headers
-    (drop (call $add (i32.const 2) (i32.const 16) (i32.const {len(_NAME)})
+  (func (export "proxy_on_request_headers") (param i32 i32 i32) (result i32)
+    ;; map 0: request headers; action 0: continue
+    (drop (call $add (i32.const 0) (i32.const 16) (i32.const {len(_NAME)})
                      (i32.const 64) (i32.const {len(_VALUE)})))
     (i32.const 0))
   (func (export "proxy_on_done") (param i32) (result i32) (i32.const 1))
