@@ -33,6 +33,7 @@ from meshpilot.agent.dns_capture import DnsCapture, running_dns_proxy
 from meshpilot.agent.drain import drain_envoy
 from meshpilot.agent.envoy_process import EnvoyLaunch, EnvoySupervisor
 from meshpilot.agent.health import ReadinessProbe, StatusServer
+from meshpilot.agent.merged_metrics import MergedMetrics
 from meshpilot.agent.options import AgentOptions, InterceptionMode, sds_socket_path
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError, MeshpilotError
@@ -199,7 +200,10 @@ class ProxyAgent:
                 shutil.rmtree(work_dir, ignore_errors=True)
 
     async def _supervise(self, launch: EnvoyLaunch) -> int:
-        status = StatusServer(self.probe, self.options.ports.agent_status, self.runtime.status_host)
+        metrics = MergedMetrics(self.admin, self.tasks, self.options.app_metrics)
+        status = StatusServer(
+            self.probe, self.options.ports.agent_status, self.runtime.status_host, metrics
+        )
         await status.start()
         supervisor = EnvoySupervisor(
             launch,
