@@ -35,6 +35,7 @@ from meshpilot.agent.envoy_process import EnvoyLaunch, EnvoySupervisor
 from meshpilot.agent.health import ReadinessProbe, StatusServer
 from meshpilot.agent.merged_metrics import MergedMetrics
 from meshpilot.agent.options import AgentOptions, InterceptionMode, sds_socket_path
+from meshpilot.agent.wasm_fetch import WasmFetchServer
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.model.proxy import ProxyType
@@ -189,6 +190,9 @@ class ProxyAgent:
                 run_as=owner,
             )
             async with contextlib.AsyncExitStack() as stack:
+                modules = WasmFetchServer(work_dir, owner)  # http(s) WasmPlugin modules
+                await modules.start()
+                stack.push_async_callback(modules.close)
                 if self.runtime.dns is not None:
                     dns = running_dns_proxy(self.options, self.runtime.dns, owner)
                     await stack.enter_async_context(dns)

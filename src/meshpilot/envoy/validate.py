@@ -29,7 +29,7 @@ from google.protobuf import json_format
 
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError
-from meshpilot.xds.names import SDS_CLUSTER, XDS_CLUSTER
+from meshpilot.xds.names import SDS_CLUSTER, WASM_FETCH_CLUSTER, XDS_CLUSTER
 from meshpilot.xds.output import ProxyConfig
 from meshpilot.xds.protos import Filters, duration, pack
 
@@ -128,7 +128,7 @@ def validation_bootstrap(
         static.listeners.append(_route_check_listener(index, empty, config.extension_configs))
     static.clusters.extend(config.clusters)
     names = {c.name for c in config.clusters}
-    for name in (XDS_CLUSTER, SDS_CLUSTER):
+    for name in (XDS_CLUSTER, SDS_CLUSTER, WASM_FETCH_CLUSTER):
         if name not in names:
             static.clusters.append(_static_cluster(name, "127.0.0.1", 1, http2=True))
     for i, cla in enumerate(config.endpoints):

@@ -83,8 +83,12 @@ def _check_url(p: Problems, url: str) -> bool:
 
 # What meshpilot does not do with a valid WasmPlugin, said where the user wrote it.
 REMOTE = (
-    "the module at {url} is not fetched (meshpilot serves file:// modules only): its filter "
-    "{effect} until the module is a local file"
+    "the OCI image {url} is not pulled (meshpilot serves file://, http:// and https:// "
+    "modules): its filter {effect} until the module is a file or an http(s) URL"
+)
+NO_CHECKSUM = (
+    "an http(s) module needs sha256 here (Envoy takes a fetched module only with its "
+    "checksum): its filter {effect} until sha256 is set"
 )
 PULL_POLICY_IGNORED = "imagePullPolicy is ignored: meshpilot pulls no modules"
 NETWORK_IGNORED = "type NETWORK is not applied: meshpilot serves HTTP WasmPlugins only"
@@ -93,10 +97,12 @@ NETWORK_IGNORED = "type NETWORK is not applied: meshpilot serves HTTP WasmPlugin
 def _note_unserved(p: Problems, plugin: WasmPlugin) -> None:
     spec = plugin.spec
     scheme = urlsplit(spec.url).scheme.lower() if "://" in spec.url else ""
-    if spec.url and scheme != "file":
-        fail_open = spec.fail_strategy == "FAIL_OPEN"
-        effect = "lets every request through (FAIL_OPEN)" if fail_open else "denies every request"
+    fail_open = spec.fail_strategy == "FAIL_OPEN"
+    effect = "lets every request through (FAIL_OPEN)" if fail_open else "denies every request"
+    if spec.url and scheme in ("", "oci"):
         p.warning((*SPEC, "url"), REMOTE.format(url=quoted(spec.url), effect=effect))
+    elif scheme in ("http", "https") and not spec.sha256:
+        p.warning((*SPEC, "url"), NO_CHECKSUM.format(effect=effect))
     if spec.image_pull_policy in PULL_POLICIES[1:]:
         p.warning((*SPEC, "imagePullPolicy"), PULL_POLICY_IGNORED)
     if spec.type == "NETWORK":

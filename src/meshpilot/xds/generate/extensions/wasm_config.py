@@ -1,18 +1,21 @@
 """A WasmPlugin as the TypedExtensionConfig served over ECDS (Istio's BuildHTTPWasmFilter).
 
 A `file://` module is loaded by Envoy from the local path, in the V8 runtime (the one that
-runs in the wheel's Envoy). A module Envoy cannot get (an http(s) or OCI URL: meshpilot does
-not fetch modules) is served as Istio's agent serves a module it failed to fetch: an RBAC
-filter that denies every request (failStrategy FAIL_CLOSE, FAIL_RELOAD) or allows them all
-(FAIL_OPEN), so a plugin that cannot run never silently stops guarding traffic.
+runs in the wheel's Envoy). An http(s) module is fetched by the proxy's agent: its code is a
+remote data source through the agent's `wasm-fetch` cluster (agent/wasm_fetch.py), with the
+plugin's sha256, which Envoy checks too. An OCI image is not pulled, and Envoy takes no
+remote module without its sha256: such a plugin is served as Istio's agent serves a module it
+failed to fetch, an RBAC filter that denies every request (failStrategy FAIL_CLOSE,
+FAIL_RELOAD) or allows them all (FAIL_OPEN), so a plugin that cannot run never silently
+stops guarding traffic.
 """
 
 from __future__ import annotations
 
 import json
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlencode, urlsplit
 
-from envoy.config.core.v3 import extension_pb2
+from envoy.config.core.v3 import base_pb2, extension_pb2
 from envoy.config.rbac.v3 import rbac_pb2
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as http_rbac_pb2
 from envoy.extensions.filters.http.wasm.v3 import wasm_pb2 as http_wasm_pb2
@@ -22,11 +25,13 @@ from google.protobuf import wrappers_pb2
 from meshpilot.config.istio.wasm_plugin import WasmPlugin
 from meshpilot.config.objects import ConfigObject
 from meshpilot.xds.generate.extensions.wasm_plugins import resource_name
-from meshpilot.xds.protos import pack
+from meshpilot.xds.names import WASM_FETCH_CLUSTER
+from meshpilot.xds.protos import duration, pack
 
-__all__ = ["RUNTIME", "local_module", "wasm_extension_config"]
+__all__ = ["RUNTIME", "fetched_module", "local_module", "wasm_extension_config"]
 
 RUNTIME = "envoy.wasm.runtime.v8"
+FETCH_TIMEOUT_S = 30  # Istio's agent fetch timeout
 
 
 def local_module(url: str) -> str | None:
@@ -56,14 +61,32 @@ def _fallback(name: str, fail_open: bool) -> extension_pb2.TypedExtensionConfig:
     return extension_pb2.TypedExtensionConfig(name=name, typed_config=pack(config))
 
 
+def fetched_module(url: str, sha256: str) -> base_pb2.RemoteDataSource | None:
+    """An http(s) module, fetched by the agent; None for other URLs, and without a sha256
+    (Envoy takes a remote module only with its checksum)."""
+    if urlsplit(url).scheme.lower() not in ("http", "https") or not sha256:
+        return None
+    query = urlencode({"url": url, "sha256": sha256.lower()})
+    remote = base_pb2.RemoteDataSource(sha256=sha256.lower())
+    # The host is a label: the cluster is the agent's socket.
+    remote.http_uri.uri = f"http://wasm-fetch/fetch?{query}"
+    remote.http_uri.cluster = WASM_FETCH_CLUSTER
+    remote.http_uri.timeout.CopyFrom(duration(FETCH_TIMEOUT_S * 1_000_000_000))
+    return remote
+
+
 def wasm_extension_config(obj: ConfigObject[WasmPlugin]) -> extension_pb2.TypedExtensionConfig:
     spec = obj.model.spec
     name = resource_name(obj.namespace, obj.name)
     path = local_module(spec.url)
-    if path is None:
+    remote = fetched_module(spec.url, spec.sha256) if path is None else None
+    if path is None and remote is None:
         return _fallback(name, spec.fail_strategy == "FAIL_OPEN")
     vm = wasm_pb2.VmConfig(runtime=RUNTIME)
-    vm.code.local.filename = path
+    if path is not None:
+        vm.code.local.filename = path
+    else:
+        vm.code.remote.CopyFrom(remote)
     env = _environment(obj.model)
     if env is not None:
         vm.environment_variables.CopyFrom(env)
