@@ -456,3 +456,52 @@ def test_the_agent_fetches_an_http_wasm_module_for_envoy(
         if reachable:
             server.shutdown()
             server.server_close()
+
+
+BOOTSTRAP_PATCH = """\
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {{name: boot, namespace: default}}
+spec:
+  workloadSelector: {{labels: {{app: demo}}}}
+  configPatches:
+  - applyTo: BOOTSTRAP
+    patch: {{operation: MERGE, value: {{stats_flush_interval: {interval}}}}}
+"""
+
+
+def _bootstrap(agent: Agent) -> dict[str, object]:
+    status, body = http_get(agent.ports.envoy_admin, "/config_dump?mask=bootstrap")
+    assert status == 200, body
+    found: dict[str, object] = json.loads(body)["configs"][0]["bootstrap"]
+    return found
+
+
+@pytest.mark.parametrize(("interval", "applied"), [("7s", True), ("0.0005s", False)])
+def test_bootstrap_patches_are_merged_before_envoy_starts(
+    start_agent: AgentFactory,
+    start_discovery: Callable[..., Discovery],
+    mesh_ca: MeshCa,
+    tmp_path: Path,
+    interval: str,
+    applied: bool,
+) -> None:
+    """An EnvoyFilter BOOTSTRAP MERGE reaches the bootstrap Envoy starts with; one Envoy
+    would reject (a flush interval under 1 ms) is left out, the agent's log naming it, and
+    Envoy starts with the agent's own bootstrap."""
+    patch = tmp_path / "boot.yaml"
+    patch.write_text(BOOTSTRAP_PATCH.format(interval=interval))
+    xds_port = free_ports(1)[0]
+    start_discovery(xds_port, "-f", str(patch))
+    agent = start_agent(
+        "sidecar", "--interception-mode", "NONE", "--label", "app=demo",
+        *mesh_ca.agent_args(), discovery_port=xds_port,
+    )  # fmt: skip
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
+    log = agent.log.read_text()
+    if applied:
+        assert _bootstrap(agent).get("stats_flush_interval") == "7s"
+        assert "BOOTSTRAP patches applied: EnvoyFilter default/boot configPatches[0]" in log
+    else:
+        assert "stats_flush_interval" not in _bootstrap(agent)
+        assert "BOOTSTRAP patches left out (EnvoyFilter default/boot configPatches[0]): " in log

@@ -33,7 +33,7 @@ from meshpilot.xds.names import SDS_CLUSTER, WASM_FETCH_CLUSTER, XDS_CLUSTER
 from meshpilot.xds.output import ProxyConfig
 from meshpilot.xds.protos import Filters, duration, pack
 
-__all__ = ["validate_config", "validation_bootstrap"]
+__all__ = ["validate_bootstrap", "validate_config", "validation_bootstrap"]
 
 _CHECK_PORT_BASE = 40000  # validation-only listeners never bind
 
@@ -146,7 +146,11 @@ def validation_bootstrap(
 
 def validate_config(config: ProxyConfig, node_id: str | None = None, timeout: float = 60) -> None:
     """Raise EnvoyError with Envoy's own message if it rejects any resource."""
-    boot = validation_bootstrap(config, *(node_id,) if node_id else ())
+    validate_bootstrap(validation_bootstrap(config, *(node_id,) if node_id else ()), timeout)
+
+
+def validate_bootstrap(boot: bootstrap_pb2.Bootstrap, timeout: float = 60) -> None:
+    """Raise EnvoyError with Envoy's own message if it rejects this bootstrap."""
     text = json_format.MessageToJson(boot, preserving_proto_field_name=True)
     with tempfile.TemporaryDirectory(prefix="meshpilot-validate-") as tmp:
         path = Path(tmp) / "bootstrap.json"
