@@ -177,10 +177,12 @@ async def serve(
     refuse: Refusal | None = None,
     tls: ssl.SSLContext | None = None,
     keep_alive: bool = False,
+    unix_path: str | None = None,
 ) -> asyncio.Server:
     """Listen on host:port; every request is answered (see the module docstring).
 
     `max_body` 0 refuses any request body (read-only services); `tls` serves HTTPS;
+    `unix_path` listens on that Unix socket instead of host:port;
     `keep_alive` keeps an HTTP/1.1 connection open for the next request (a busy caller
     then pays one TLS handshake per connection, not per request) until the client asks to
     close, a request is refused, or it stays idle for the head timeout."""
@@ -224,6 +226,8 @@ async def serve(
         finally:
             writer.close()
 
+    if unix_path is not None:  # a local socket: host and port are not used
+        return await asyncio.start_unix_server(handle, unix_path, limit=MAX_HEAD)
     if tls is None:
         return await asyncio.start_server(handle, host, port, limit=MAX_HEAD)
     return await asyncio.start_server(

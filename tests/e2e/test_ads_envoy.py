@@ -16,6 +16,7 @@ update (its `update_rejected` stats) or the control plane recorded a NACK.
 
 from __future__ import annotations
 
+import json
 import signal
 import threading
 import time
@@ -36,6 +37,7 @@ from tests.e2e.ads_harness import (
 from tests.e2e.ads_mesh import NEW_POD, ROUTING, DiscoveryFactory, EnvoyFactory, Mesh, write
 from tests.e2e.workload_sds import WorkloadSds
 from tests.unit.golden.cases import GoldenCase, load_cases
+from tests.wasm_module import golden_module
 
 pytestmark = pytest.mark.envoy
 
@@ -128,6 +130,8 @@ def _expected_types(dump: dict[str, Any]) -> set[str]:
         expected.add("rds")
     if counts["SecretsConfigDump"]["dynamic_active_secrets"]:
         expected.add("sds")
+    if "EcdsConfigDump" in counts:
+        expected.add("ecds")
     return expected
 
 
@@ -153,9 +157,30 @@ def _names(dump: dict[str, Any], section: str, key: str, inner: str) -> set[str]
 def test_golden_inputs_are_acked_by_envoy(
     input_set: str, delta: bool, start_discovery: DiscoveryFactory, start_envoy: EnvoyFactory
 ) -> None:
+    _acked_by_envoy(INPUT_SETS[input_set], delta, start_discovery, start_envoy)
+
+
+@pytest.mark.parametrize("case", [c for c in load_cases() if c.name == "wasm-plugins"])
+def test_extension_configs_are_acked_by_envoy(
+    case: GoldenCase, delta: bool, start_discovery: DiscoveryFactory, start_envoy: EnvoyFactory
+) -> None:
+    """ECDS: the WasmPlugins' configs (a module Envoy runs, RBAC stand-ins of remote ones) and
+    an EnvoyFilter EXTENSION_CONFIG, subscribed to by the HCM filters that name them."""
+    envoys = _acked_by_envoy([case], delta, start_discovery, start_envoy)
+    envoy, ours = envoys[case.proxy]
+    ecds = ("EcdsConfigDump", "ecds_filters", "ecds_filter")
+    assert _names(envoy.config_dump(), *ecds) == _names(ours, *ecds) != set()
+
+
+def _acked_by_envoy(
+    cases: list[GoldenCase],
+    delta: bool,
+    start_discovery: DiscoveryFactory,
+    start_envoy: EnvoyFactory,
+) -> dict[str, tuple[EnvoyProcess, dict[str, Any]]]:
     if not can_use_netns():
         pytest.skip("needs root: each Envoy gets a network namespace for its fixed ports")
-    cases = INPUT_SETS[input_set]
+    golden_module()  # the WasmPlugin case's file:// module, loaded by Envoy
     discovery = start_discovery(list(cases[0].inputs))
     expected: dict[str, set[str]] = {}
     envoys = {}
@@ -186,6 +211,7 @@ def test_golden_inputs_are_acked_by_envoy(
     metrics = discovery.metrics()
     assert metrics['pilot_xds{version="1.28.0"}'] == len(cases)
     assert metrics['pilot_xds_pushes{type="cds"}'] >= len(cases)
+    return envoys
 
 
 def _dynamic_listeners(dump: dict[str, Any]) -> list[dict[str, Any]]:
@@ -311,3 +337,32 @@ def test_sigint_ends_the_streams_and_exits_cleanly(mesh: Mesh) -> None:
     assert proc.wait(10) == 0
     wait_for(lambda: connected() == "0", "Envoy sees its ADS stream end", 5)
     assert mesh.call() == (200, "v1"), "Envoy keeps serving its last config"
+
+
+WASM = """\
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
+metadata: {{name: stats, namespace: default}}
+spec:
+  selector: {{matchLabels: {{app: client}}}}
+  url: file://{module}
+"""
+
+
+def _ecds_names(envoy: EnvoyProcess) -> set[str]:
+    return _names(envoy.config_dump(), "EcdsConfigDump", "ecds_filters", "ecds_filter")
+
+
+def test_a_wasm_plugin_added_and_removed_keeps_traffic_flowing(mesh: Mesh, delta: bool) -> None:
+    """Its filter's config arrives by ECDS after the listener naming it; once removed, the
+    config stays while draining filter chains still name it, and no update is rejected (the
+    finalizers check both sides for NACKs)."""
+    mesh.start(delta)
+    mesh.wait_answer("v1")
+    write(mesh.dir / "wasm.yaml", WASM.format(module=golden_module()))
+    name = "extensions.istio.io/wasmplugin/default.stats"
+    wait_for(lambda: _ecds_names(mesh.envoy) == {name}, "the plugin's config in Envoy", 20)
+    assert mesh.call() == (200, "v1")
+    (mesh.dir / "wasm.yaml").unlink()
+    wait_for(lambda: name not in json.dumps(_dynamic_listeners(mesh.envoy.config_dump())), "gone")
+    assert mesh.call() == (200, "v1")

@@ -9,11 +9,14 @@ the workload certificate (SDS `default`, `ROOTCA`) before Envoy is ready, as in 
 
 from __future__ import annotations
 
+import hashlib
+import http.server
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +32,7 @@ from tests.e2e.agent_harness import (
     process_ids,
     wait_for,
 )
+from tests.wasm_module import build_module
 
 from meshpilot.runtime.ports import free_ports
 from meshpilot.runtime.tokens import project_token
@@ -362,3 +366,142 @@ def test_proxy_wait_returns_once_the_real_agent_is_ready(
     assert waiter.returncode == 0, err
     assert b"Envoy is ready!" in out
     assert http_get(agent.ports.health, "/healthz/ready")[0] == 200
+
+
+WASM_PLUGIN = """\
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
+metadata: {{name: {name}, namespace: default}}
+spec:
+  selector: {{matchLabels: {{app: demo}}}}
+  url: {url}
+  sha256: {sha256}
+"""
+
+
+class _Modules(http.server.BaseHTTPRequestHandler):
+    module = b""
+
+    def do_GET(self) -> None:
+        found = self.path == "/add_header.wasm"
+        body = self.module if found else b"not found\n"
+        self.send_response(200 if found else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _fetches(agent: Agent) -> dict[str, int]:
+    """Envoy's remote Wasm loads: successes and failures."""
+    status, body = http_get(agent.ports.envoy_admin, "/stats?filter=wasm.remote_load_fetch_")
+    assert status == 200, body
+    stats = {}
+    for line in body.splitlines():
+        key, _, value = line.partition(": ")
+        if value.strip().isdigit():
+            stats[key.removeprefix("wasm.remote_load_fetch_")] = int(value)
+    return stats
+
+
+def _ecds_names(agent: Agent) -> list[str]:
+    status, body = http_get(agent.ports.envoy_admin, "/config_dump?resource=ecds_filters")
+    assert status == 200, body
+    return [c["ecds_filter"]["name"] for c in json.loads(body).get("configs", [])]
+
+
+@pytest.mark.parametrize("reachable", [True, False], ids=["served", "unreachable"])
+def test_the_agent_fetches_an_http_wasm_module_for_envoy(
+    start_agent: AgentFactory,
+    start_discovery: Callable[..., Discovery],
+    mesh_ca: MeshCa,
+    tmp_path: Path,
+    reachable: bool,
+) -> None:
+    """An http WasmPlugin module reaches Envoy through the agent's fetcher, checked against
+    its sha256 (Envoy loads it, the ECDS config is applied). Unreachable, the agent says so
+    in its log and Envoy counts the failed load."""
+    module = build_module(tmp_path / "add_header.wasm").read_bytes()
+    _Modules.module = module
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Modules)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    if not reachable:
+        server.shutdown()
+        server.server_close()
+    url = f"http://127.0.0.1:{port}/add_header.wasm"
+    plugin = tmp_path / "wasm.yaml"
+    sha256 = hashlib.sha256(module).hexdigest()
+    plugin.write_text(WASM_PLUGIN.format(name="fetched", url=url, sha256=sha256))
+    xds_port = free_ports(1)[0]
+    agent = start_agent(
+        "sidecar", "--interception-mode", "NONE", "--label", "app=demo",
+        *mesh_ca.agent_args(), discovery_port=xds_port,
+    )  # fmt: skip
+    try:
+        start_discovery(xds_port, "-f", str(plugin))
+        name = "extensions.istio.io/wasmplugin/default.fetched"
+        if reachable:
+            wait_for(lambda: _fetches(agent).get("successes"), "module fetched", 40)
+            wait_for(lambda: _ecds_names(agent) == [name], "the plugin's config applied")
+            assert _fetches(agent).get("failures") == 0
+            assert f"fetched Wasm module {url} ({len(module)} bytes" in agent.log.read_text()
+        else:
+            wait_for(lambda: _fetches(agent).get("failures"), "fetch failed", 40)
+            log = agent.log.read_text()
+            assert f"Wasm module {url} not fetched: unreachable: " in log, log[-2000:]
+    finally:
+        if reachable:
+            server.shutdown()
+            server.server_close()
+
+
+BOOTSTRAP_PATCH = """\
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {{name: boot, namespace: default}}
+spec:
+  workloadSelector: {{labels: {{app: demo}}}}
+  configPatches:
+  - applyTo: BOOTSTRAP
+    patch: {{operation: MERGE, value: {{stats_flush_interval: {interval}}}}}
+"""
+
+
+def _bootstrap(agent: Agent) -> dict[str, object]:
+    status, body = http_get(agent.ports.envoy_admin, "/config_dump?mask=bootstrap")
+    assert status == 200, body
+    found: dict[str, object] = json.loads(body)["configs"][0]["bootstrap"]
+    return found
+
+
+@pytest.mark.parametrize(("interval", "applied"), [("7s", True), ("0.0005s", False)])
+def test_bootstrap_patches_are_merged_before_envoy_starts(
+    start_agent: AgentFactory,
+    start_discovery: Callable[..., Discovery],
+    mesh_ca: MeshCa,
+    tmp_path: Path,
+    interval: str,
+    applied: bool,
+) -> None:
+    """An EnvoyFilter BOOTSTRAP MERGE reaches the bootstrap Envoy starts with; one Envoy
+    would reject (a flush interval under 1 ms) is left out, the agent's log naming it, and
+    Envoy starts with the agent's own bootstrap."""
+    patch = tmp_path / "boot.yaml"
+    patch.write_text(BOOTSTRAP_PATCH.format(interval=interval))
+    xds_port = free_ports(1)[0]
+    start_discovery(xds_port, "-f", str(patch))
+    agent = start_agent(
+        "sidecar", "--interception-mode", "NONE", "--label", "app=demo",
+        *mesh_ca.agent_args(), discovery_port=xds_port,
+    )  # fmt: skip
+    wait_for(lambda: http_get(agent.ports.envoy_admin, "/ready")[0] is not None, "admin answers")
+    log = agent.log.read_text()
+    if applied:
+        assert _bootstrap(agent).get("stats_flush_interval") == "7s"
+        assert "BOOTSTRAP patches applied: EnvoyFilter default/boot configPatches[0]" in log
+    else:
+        assert "stats_flush_interval" not in _bootstrap(agent)
+        assert "BOOTSTRAP patches left out (EnvoyFilter default/boot configPatches[0]): " in log

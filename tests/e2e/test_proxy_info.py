@@ -149,7 +149,7 @@ def test_proxy_status_shows_the_sidecar_synced(mesh: ProxyMesh) -> None:
     control_plane = f"meshpilot-{socket.gethostname()}"  # the control plane's own id
     rows = _rows(result.stdout, status.SUMMARY_COLUMNS)
     assert len(rows) == 1 and rows[0][:8] == [
-        PROXY, "Kubernetes", "SYNCED", "SYNCED", "SYNCED", "SYNCED", "IGNORED", control_plane,
+        PROXY, "Kubernetes", "SYNCED", "SYNCED", "SYNCED", "SYNCED", "NOT SENT", control_plane,
     ]  # fmt: skip
 
     detail = _run(proxy_status, PROXY, "--discovery", mesh.discovery_url)

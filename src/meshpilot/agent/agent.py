@@ -23,17 +23,21 @@ import os
 import shutil
 import signal
 import stat
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from meshpilot.agent.admin import EnvoyAdmin
 from meshpilot.agent.bootstrap import bootstrap_json, build_bootstrap
+from meshpilot.agent.bootstrap_patches import BootstrapPatch, checked, fetch_patches
 from meshpilot.agent.certs.service import CertOptions, WorkloadSecrets
 from meshpilot.agent.dns_capture import DnsCapture, running_dns_proxy
 from meshpilot.agent.drain import drain_envoy
 from meshpilot.agent.envoy_process import EnvoyLaunch, EnvoySupervisor
 from meshpilot.agent.health import ReadinessProbe, StatusServer
+from meshpilot.agent.merged_metrics import MergedMetrics
 from meshpilot.agent.options import AgentOptions, InterceptionMode, sds_socket_path
+from meshpilot.agent.wasm_fetch import WasmFetchServer
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.model.proxy import ProxyType
@@ -75,14 +79,20 @@ class RuntimeOptions:
     dns: DnsCapture | None = None  # ISTIO_META_DNS_CAPTURE: the DNS proxy on 15053
 
 
-def prepare_work_dir(options: AgentOptions, work_dir: Path, owner: tuple[int, int] | None) -> Path:
-    """Write the bootstrap into `work_dir` and return its path. The SDS socket's directory is
-    created so the SDS server can bind there; with `owner`, Envoy's UID owns the tree."""
+def prepare_work_dir(
+    options: AgentOptions,
+    work_dir: Path,
+    owner: tuple[int, int] | None,
+    patches: Sequence[BootstrapPatch] = (),
+) -> Path:
+    """Write the bootstrap (with the EnvoyFilter BOOTSTRAP `patches` Envoy accepts) into
+    `work_dir` and return its path. The SDS socket's directory is created so the SDS server
+    can bind there; with `owner`, Envoy's UID owns the tree."""
     work_dir.mkdir(parents=True, exist_ok=True)
     sds_dir = sds_socket_path(work_dir).parent
     sds_dir.mkdir(parents=True, exist_ok=True)
     config = work_dir / BOOTSTRAP_FILE
-    config.write_text(bootstrap_json(build_bootstrap(options)))
+    config.write_text(bootstrap_json(checked(build_bootstrap(options), list(patches))))
     if owner is not None:
         for path in [work_dir, config, *_parents_below(sds_dir, work_dir)]:
             os.chown(path, *owner)
@@ -170,7 +180,8 @@ class ProxyAgent:
             )
         secrets: WorkloadSecrets | None = None
         try:
-            config = prepare_work_dir(self.options, work_dir, owner)
+            patches = await fetch_patches(self.options, build_bootstrap(self.options))
+            config = prepare_work_dir(self.options, work_dir, owner, patches)
             if self.runtime.certs is not None:
                 secrets = WorkloadSecrets(self.options, self.runtime.certs, work_dir, owner)
                 await secrets.start(self.tasks)
@@ -188,6 +199,9 @@ class ProxyAgent:
                 run_as=owner,
             )
             async with contextlib.AsyncExitStack() as stack:
+                modules = WasmFetchServer(work_dir, owner)  # http(s) WasmPlugin modules
+                await modules.start()
+                stack.push_async_callback(modules.close)
                 if self.runtime.dns is not None:
                     dns = running_dns_proxy(self.options, self.runtime.dns, owner)
                     await stack.enter_async_context(dns)
@@ -199,7 +213,10 @@ class ProxyAgent:
                 shutil.rmtree(work_dir, ignore_errors=True)
 
     async def _supervise(self, launch: EnvoyLaunch) -> int:
-        status = StatusServer(self.probe, self.options.ports.agent_status, self.runtime.status_host)
+        metrics = MergedMetrics(self.admin, self.tasks, self.options.app_metrics)
+        status = StatusServer(
+            self.probe, self.options.ports.agent_status, self.runtime.status_host, metrics
+        )
         await status.start()
         supervisor = EnvoySupervisor(
             launch,

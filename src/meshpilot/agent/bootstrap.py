@@ -14,7 +14,8 @@ Pure: `AgentOptions` in, `envoy.config.bootstrap.v3.Bootstrap` out (Istio's temp
   mesh root (`./var/run/secrets/istio/root-cert.pem`) and the name `istiod.istio-system.svc`,
   presenting the workload certificate `default` from the agent's SDS;
 - static clusters `prometheus_stats` (admin), `agent` (status server 15020) and `sds-grpc`
-  (the agent's SDS socket, relative to Envoy's working directory, as in Istio);
+  (the agent's SDS socket, relative to Envoy's working directory, as in Istio), `wasm-fetch`
+  (the agent's fetcher of http(s) Wasm modules, a socket there too);
 - static listeners 0.0.0.0:15090 `/stats/prometheus` and 0.0.0.0:15021 `/healthz/ready`.
 """
 
@@ -55,10 +56,11 @@ from google.protobuf import json_format, struct_pb2
 from meshpilot.agent.certs.xds_tls import xds_tls_context
 from meshpilot.agent.options import SDS_SOCKET_PATH, AgentOptions, discovery_endpoint
 from meshpilot.agent.stats_config import stats_config
+from meshpilot.agent.wasm_fetch import WASM_SOCKET_PATH
 from meshpilot.config.duration import format_duration
 from meshpilot.model.proxy import ProxyType
 from meshpilot.registry.workloads import locality_from_labels
-from meshpilot.xds.names import SDS_CLUSTER, XDS_CLUSTER
+from meshpilot.xds.names import SDS_CLUSTER, WASM_FETCH_CLUSTER, XDS_CLUSTER
 from meshpilot.xds.protos import Filters, ads_source, duration, pack, seconds, u32
 
 __all__ = [
@@ -100,6 +102,7 @@ def build_bootstrap(options: AgentOptions) -> bootstrap_pb2.Bootstrap:
                 _local_cluster(PROMETHEUS_CLUSTER, options.ports.envoy_admin),
                 _local_cluster(AGENT_CLUSTER, options.ports.agent_status),
                 _sds_cluster(),
+                _wasm_fetch_cluster(),
                 _xds_cluster(options),
             ],
             listeners=[
@@ -273,6 +276,17 @@ def _sds_cluster() -> cluster_pb2.Cluster:
         connect_timeout=duration(1_000_000_000),
         lb_policy=cluster_pb2.Cluster.ROUND_ROBIN,
         load_assignment=_load_assignment(SDS_CLUSTER, pipe),
+    )
+
+
+def _wasm_fetch_cluster() -> cluster_pb2.Cluster:
+    """The agent's fetcher of http(s) WasmPlugin modules (agent/wasm_fetch.py)."""
+    pipe = address_pb2.Address(pipe=address_pb2.Pipe(path=WASM_SOCKET_PATH))
+    return cluster_pb2.Cluster(
+        name=WASM_FETCH_CLUSTER,
+        type=cluster_pb2.Cluster.STATIC,
+        connect_timeout=duration(1_000_000_000),
+        load_assignment=_load_assignment(WASM_FETCH_CLUSTER, pipe),
     )
 
 

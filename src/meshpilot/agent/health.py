@@ -12,8 +12,9 @@ Readiness is decided as pilot-agent's probe decides it (`status/ready/probe.go`)
 Each holds for the life of one Envoy process once seen, so it is remembered until Envoy is
 restarted (`reset()`). Before both: the agent's own background tasks (certificate rotation)
 are healthy; while one has failed and is being restarted the 503 names it. The status server
-also answers GET /debug/tasks (JSON: each task's state, failures, last error) and GET
-/metrics (meshpilot_task_failures_total, meshpilot_task_up; meshpilot/supervise.py).
+also answers GET /debug/tasks (JSON: each task's state, failures, last error), GET
+/metrics (meshpilot_task_failures_total, meshpilot_task_up; meshpilot/supervise.py) and GET
+/stats/prometheus (Envoy's, the agent's and the app's metrics merged, Istio's names).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 
 from meshpilot import http1
 from meshpilot.agent.admin import EnvoyAdmin
+from meshpilot.agent.merged_metrics import MergedMetrics
 from meshpilot.errors import EnvoyError, MeshpilotError
 from meshpilot.supervise import TaskSupervisor
 
@@ -32,6 +34,7 @@ log = logging.getLogger(__name__)
 
 _CONFIG_STATS = r"^(cluster_manager\.cds|listener_manager\.lds)\.(update_success|update_rejected)$"
 _LIVE_STATS = r"^(server\.state|listener_manager\.workers_started)$"
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 _SERVER_STATES = {0: "LIVE", 1: "DRAINING", 2: "PRE_INITIALIZING", 3: "INITIALIZING"}
 
 
@@ -95,10 +98,18 @@ class ReadinessProbe:
 
 class StatusServer:
     """The agent's HTTP/1.1 server (meshpilot.http1): GET /healthz/ready, /debug/tasks,
-    /metrics; 404 for anything else, and 4xx for requests it cannot read."""
+    /metrics, /stats/prometheus (merged: agent/merged_metrics.py); 404 for anything else,
+    and 4xx for requests it cannot read."""
 
-    def __init__(self, probe: ReadinessProbe, port: int, host: str = "0.0.0.0") -> None:
+    def __init__(
+        self,
+        probe: ReadinessProbe,
+        port: int,
+        host: str = "0.0.0.0",
+        metrics: MergedMetrics | None = None,
+    ) -> None:
         self._probe = probe
+        self._metrics = metrics
         self._host = host
         self._port = port
         self._server: asyncio.Server | None = None
@@ -125,7 +136,8 @@ class StatusServer:
             self._server = None
 
     async def _respond(self, request: http1.Request) -> http1.Response:
-        if request.path not in ("/healthz/ready", "/debug/tasks", "/metrics"):
+        paths = ("/healthz/ready", "/debug/tasks", "/metrics", "/stats/prometheus")
+        if request.path not in paths or (request.path == paths[3] and self._metrics is None):
             return http1.Response.text("not found\n", 404)
         if request.method not in ("GET", "HEAD"):
             return http1.Response.text("method not allowed\n", 405)
@@ -135,6 +147,9 @@ class StatusServer:
             return http1.Response.json(body)
         if request.path == "/metrics":
             return http1.Response.text(tasks.render_metrics())
+        if request.path == "/stats/prometheus" and self._metrics is not None:
+            code, text = await self._metrics.render()
+            return http1.Response(code, text.encode(), PROMETHEUS_TEXT)
         reason = await self._probe.check()
         if reason is None:
             return http1.Response(200)

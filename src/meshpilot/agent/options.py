@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from meshpilot.agent.merged_metrics import AppScrape
 from meshpilot.errors import MeshpilotError
 from meshpilot.model.proxy import ISTIO_VERSION, ProxyType
 from meshpilot.registry.workloads import pod_workload_name
@@ -91,6 +92,8 @@ class AgentOptions:
     termination_drain_duration_s: float = 5.0  # ProxyConfig.terminationDrainDuration
     stats_inclusion_prefixes: tuple[str, ...] = ()
     stats_inclusion_regexps: tuple[str, ...] = ()
+    # The app's metrics merged into 15020/stats/prometheus (ISTIO_PROMETHEUS_ANNOTATIONS).
+    app_metrics: AppScrape | None = None
 
     def __post_init__(self) -> None:
         if not self.pod_name or not self.namespace:

@@ -19,6 +19,7 @@ import click
 
 from meshpilot.agent import AgentOptions, InterceptionMode, ProxyAgent, RuntimeOptions, XdsType
 from meshpilot.agent.dns_capture import DnsCapture
+from meshpilot.agent.merged_metrics import app_scrape
 from meshpilot.agent.options import detect_node_ip, parse_label_args, read_labels_file
 from meshpilot.cli.proxy_certs import cert_options, seconds
 from meshpilot.cli.proxy_wait import wait
@@ -201,6 +202,13 @@ _SHARED_OPTIONS = (
         help="Also create stats matching this regex ('.*' for all of Envoy's stats).",
     ),
     click.option(
+        "--prometheus-annotations",
+        envvar="ISTIO_PROMETHEUS_ANNOTATIONS",
+        default="",
+        help="The app's prometheus.io annotations as JSON (set by injection): its metrics "
+        "are merged into the status port's /stats/prometheus.",
+    ),
+    click.option(
         "--agent-log-level",
         default="info",
         show_default=True,
@@ -325,6 +333,7 @@ def _build(proxy_type: ProxyType, kw: dict[str, Any]) -> tuple[AgentOptions, Run
         termination_drain_duration_s=seconds(kw["termination_drain_duration"]),
         stats_inclusion_prefixes=tuple(kw["stats_prefixes"]),
         stats_inclusion_regexps=tuple(kw["stats_regexps"]),
+        app_metrics=app_scrape(kw["prometheus_annotations"]),
     )
     runtime = RuntimeOptions(
         work_dir=kw["work_dir"],

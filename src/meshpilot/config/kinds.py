@@ -92,9 +92,7 @@ ISTIO_API_GROUPS = frozenset(
     {"networking.istio.io", "security.istio.io", "telemetry.istio.io", "extensions.istio.io"}
 )
 # Kinds validated as istiod does but not applied yet: each object of them gets a warning.
-NOT_APPLIED_KINDS: frozenset[Kind] = frozenset(
-    {Kind.WASM_PLUGIN, Kind.PROXY_CONFIG, Kind.WORKLOAD_GROUP}
-)
+NOT_APPLIED_KINDS: frozenset[Kind] = frozenset({Kind.PROXY_CONFIG, Kind.WORKLOAD_GROUP})
 
 CLUSTER_SCOPED: frozenset[Kind] = frozenset(
     {Kind.NAMESPACE, Kind.MESH_CONFIG, Kind.MUTATING_WEBHOOK_CONFIGURATION}

@@ -3,21 +3,23 @@
 The bootstrap carries the proxy's resources statically, exactly as generated: listeners and
 clusters keep their ADS references (the bootstrap declares an ADS source that validation never
 dials). Route configurations, which listeners reach by RDS, are also placed inline in extra
-validation-only listeners, and load assignments in extra STATIC clusters, so that Envoy checks
-every resource of every type.
+validation-only listeners, extension configs (ECDS) as inline HTTP filters of one more, and
+load assignments in extra STATIC clusters, so that Envoy checks every resource of every type.
 """
 
 from __future__ import annotations
 
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from envoy.config.bootstrap.v3 import bootstrap_pb2
 from envoy.config.cluster.v3 import cluster_pb2
-from envoy.config.core.v3 import address_pb2, config_source_pb2, grpc_service_pb2
+from envoy.config.core.v3 import address_pb2, config_source_pb2, extension_pb2, grpc_service_pb2
 from envoy.config.endpoint.v3 import endpoint_components_pb2, endpoint_pb2
 from envoy.config.listener.v3 import listener_components_pb2, listener_pb2
+from envoy.config.route.v3 import route_pb2
 from envoy.extensions.filters.http.router.v3 import router_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
@@ -27,11 +29,11 @@ from google.protobuf import json_format
 
 from meshpilot.envoy.binary import envoy_binary
 from meshpilot.errors import EnvoyError
-from meshpilot.xds.names import SDS_CLUSTER, XDS_CLUSTER
+from meshpilot.xds.names import SDS_CLUSTER, WASM_FETCH_CLUSTER, XDS_CLUSTER
 from meshpilot.xds.output import ProxyConfig
 from meshpilot.xds.protos import Filters, duration, pack
 
-__all__ = ["validate_config", "validation_bootstrap"]
+__all__ = ["validate_bootstrap", "validate_config", "validation_bootstrap"]
 
 _CHECK_PORT_BASE = 40000  # validation-only listeners never bind
 
@@ -72,12 +74,18 @@ def _static_cluster(name: str, address: str, port: int, http2: bool) -> cluster_
     return cluster
 
 
-def _route_check_listener(index: int, route_config: object) -> listener_pb2.Listener:
+def _route_check_listener(
+    index: int, route_config: object, extensions: Sequence[extension_pb2.TypedExtensionConfig] = ()
+) -> listener_pb2.Listener:
+    """A listener that never binds, holding a route config (RDS) inline, or (ECDS) HTTP
+    filters configured inline with the extension configs."""
+    filters = [hcm_pb2.HttpFilter(name=e.name, typed_config=e.typed_config) for e in extensions]
     hcm = hcm_pb2.HttpConnectionManager(
         stat_prefix=f"validate_routes_{index}",
         route_config=route_config,
         http_filters=[
-            hcm_pb2.HttpFilter(name=Filters.ROUTER, typed_config=pack(router_pb2.Router()))
+            *filters,
+            hcm_pb2.HttpFilter(name=Filters.ROUTER, typed_config=pack(router_pb2.Router())),
         ],
     )
     return listener_pb2.Listener(
@@ -114,9 +122,13 @@ def validation_bootstrap(
     static = boot.static_resources
     static.listeners.extend(config.listeners)
     static.listeners.extend(_route_check_listener(i, rc) for i, rc in enumerate(config.routes))
+    if config.extension_configs:
+        index = len(config.routes)
+        empty = route_pb2.RouteConfiguration(name="validate-ecds")
+        static.listeners.append(_route_check_listener(index, empty, config.extension_configs))
     static.clusters.extend(config.clusters)
     names = {c.name for c in config.clusters}
-    for name in (XDS_CLUSTER, SDS_CLUSTER):
+    for name in (XDS_CLUSTER, SDS_CLUSTER, WASM_FETCH_CLUSTER):
         if name not in names:
             static.clusters.append(_static_cluster(name, "127.0.0.1", 1, http2=True))
     for i, cla in enumerate(config.endpoints):
@@ -134,7 +146,11 @@ def validation_bootstrap(
 
 def validate_config(config: ProxyConfig, node_id: str | None = None, timeout: float = 60) -> None:
     """Raise EnvoyError with Envoy's own message if it rejects any resource."""
-    boot = validation_bootstrap(config, *(node_id,) if node_id else ())
+    validate_bootstrap(validation_bootstrap(config, *(node_id,) if node_id else ()), timeout)
+
+
+def validate_bootstrap(boot: bootstrap_pb2.Bootstrap, timeout: float = 60) -> None:
+    """Raise EnvoyError with Envoy's own message if it rejects this bootstrap."""
     text = json_format.MessageToJson(boot, preserving_proto_field_name=True)
     with tempfile.TemporaryDirectory(prefix="meshpilot-validate-") as tmp:
         path = Path(tmp) / "bootstrap.json"

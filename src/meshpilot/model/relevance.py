@@ -7,7 +7,7 @@ affect a type, so a kind added later affects every type until someone proves oth
 (tests/unit/xds_server/test_relevance.py checks every entry against the generators: removing
 all objects of an unaffecting kind leaves that type's output byte for byte the same).
 
-Types are named by Istio's short names (cds, eds, lds, rds, sds): this package imports no
+Types are named by Istio's short names (cds, eds, lds, rds, sds, ecds): this package imports no
 protobuf.
 
 Scope relevance (Istio's `proxyDependentOnConfig` with the SidecarScope's dependencies):
@@ -45,8 +45,8 @@ __all__ = [
     "unaffected_kinds",
 ]
 
-CDS, EDS, LDS, RDS, SDS = "cds", "eds", "lds", "rds", "sds"
-ALL_TYPES = frozenset({CDS, EDS, LDS, RDS, SDS})
+CDS, EDS, LDS, RDS, SDS, ECDS = "cds", "eds", "lds", "rds", "sds", "ecds"
+ALL_TYPES = frozenset({CDS, EDS, LDS, RDS, SDS, ECDS})
 
 # Kinds no generator reads (GitOps bookkeeping, the operator's IstioOperators).
 UNREAD_KINDS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT, Kind.ISTIO_OPERATOR})
@@ -54,7 +54,26 @@ UNREAD_KINDS = frozenset({Kind.APPLICATION, Kind.APP_PROJECT, Kind.ISTIO_OPERATO
 # bookkeeping the store keeps them, so that discovery warns about each of them.
 _NEVER = UNREAD_KINDS | NOT_APPLIED_KINDS
 # Telemetry (access logs, tracing) lives in the HCMs and tcp_proxies of listeners only.
-_LDS_ONLY = frozenset({Kind.TELEMETRY})
+# WasmPlugins add filters to HCMs (LDS) naming their configs, served by ECDS.
+_LDS_ONLY = frozenset({Kind.TELEMETRY, Kind.WASM_PLUGIN})
+# ECDS serves WasmPlugin configs and EnvoyFilter EXTENSION_CONFIG values, selected by
+# namespace (the mesh's root namespace) and labels.
+_NOT_EXTENSIONS = _NEVER | {
+    Kind.SERVICE,
+    Kind.SERVICE_ENTRY,
+    Kind.ENDPOINTS,
+    Kind.ENDPOINT_SLICE,
+    Kind.WORKLOAD_ENTRY,
+    Kind.VIRTUAL_SERVICE,
+    Kind.DESTINATION_RULE,
+    Kind.GATEWAY,
+    Kind.SIDECAR,
+    Kind.SECRET,
+    Kind.TELEMETRY,
+    Kind.PEER_AUTHENTICATION,
+    Kind.REQUEST_AUTHENTICATION,
+    Kind.AUTHORIZATION_POLICY,
+}
 # What the routing of a sidecar can never see: gateways and their certificates.
 _NOT_SIDECAR_ROUTING = _NEVER | {Kind.GATEWAY, Kind.SECRET}
 # SDS serves the secrets a proxy subscribed to by name: only Secrets change them.
@@ -86,6 +105,7 @@ _UNAFFECTED: Mapping[tuple[ProxyType, str], frozenset[Kind]] = {
     (ProxyType.SIDECAR, LDS): _NOT_SIDECAR_ROUTING,
     (ProxyType.SIDECAR, RDS): _NOT_SIDECAR_ROUTING | _LDS_ONLY,
     (ProxyType.SIDECAR, SDS): _NOT_SECRETS,
+    (ProxyType.SIDECAR, ECDS): _NOT_EXTENSIONS,
     # Gateways: the merged Gateway decides clusters too (AUTO_PASSTHROUGH), and LDS names
     # the secrets it needs; only the VirtualService kind never changes their clusters.
     # Sidecar resources never apply to gateways.
@@ -96,6 +116,7 @@ _UNAFFECTED: Mapping[tuple[ProxyType, str], frozenset[Kind]] = {
     (ProxyType.ROUTER, LDS): _NEVER | {Kind.SIDECAR},
     (ProxyType.ROUTER, RDS): _NEVER | _LDS_ONLY | {Kind.SECRET, Kind.SIDECAR},
     (ProxyType.ROUTER, SDS): _NOT_SECRETS,
+    (ProxyType.ROUTER, ECDS): _NOT_EXTENSIONS,
 }
 
 

@@ -21,10 +21,11 @@ DETAIL_COLUMNS = (
     "TYPE", "STATUS", "VERSION SENT", "NONCE SENT", "VERSION ACKED", "NONCE ACKED",
     "NONCE NACKED", "RESOURCES",
 )  # fmt: skip
-TYPE_ORDER = ("cds", "lds", "eds", "rds", "sds")
+TYPE_ORDER = ("cds", "lds", "eds", "rds", "sds", "ecds")
 DEFAULT_CLUSTER = "Kubernetes"  # Istio's cluster id when none is configured
 # syncz's flat istiod fields, per short type.
-_FLAT = {"cds": "cluster", "lds": "listener", "eds": "endpoint", "rds": "route", "sds": "secret"}
+_FLAT = {"cds": "cluster", "lds": "listener", "eds": "endpoint", "rds": "route", "sds": "secret",
+         "ecds": "extensionconfig"}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,8 +107,6 @@ class ProxySync:
         )
 
     def status(self, short: str) -> str:
-        if short == "ecds":
-            return "IGNORED"  # no extension config discovery is served
         sync = self.types.get(short)
         return sync.shown if sync else "NOT SENT"
 

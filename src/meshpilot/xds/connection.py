@@ -49,6 +49,7 @@ SHORT_TYPE = {
     TypeUrl.ROUTE: "rds",
     TypeUrl.SECRET: "sds",
     TypeUrl.VIRTUAL_HOST: "vhds",
+    TypeUrl.EXTENSION_CONFIG: "ecds",
 }
 
 

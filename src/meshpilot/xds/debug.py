@@ -34,6 +34,7 @@ _FLAT = {
     TypeUrl.ROUTE: "route",
     TypeUrl.ENDPOINT: "endpoint",
     TypeUrl.SECRET: "secret",
+    TypeUrl.EXTENSION_CONFIG: "extensionconfig",
 }
 _ADMIN = "type.googleapis.com/envoy.admin.v3."
 
@@ -179,6 +180,22 @@ def config_dump(push: PushContext, proxy: Proxy) -> dict[str, Any]:
     routes = typed("routes", "envoy.config.route.v3.RouteConfiguration")
     endpoints = typed("endpoints", "envoy.config.endpoint.v3.ClusterLoadAssignment")
     secrets = typed("secrets", "envoy.extensions.transport_sockets.tls.v3.Secret")
+    # Envoy's EcdsConfigDump, only when the proxy gets extension configs (as Envoy's dump).
+    extensions = (
+        typed("extension_configs", "envoy.config.core.v3.TypedExtensionConfig")
+        if "extension_configs" in config
+        else []
+    )
+    ecds = (
+        [
+            {
+                "@type": _ADMIN + "EcdsConfigDump",
+                "ecds_filters": [{"version_info": version, "ecds_filter": e} for e in extensions],
+            }
+        ]
+        if extensions
+        else []
+    )
     return {
         "configs": [
             {
@@ -217,5 +234,6 @@ def config_dump(push: PushContext, proxy: Proxy) -> dict[str, Any]:
                     {"name": s["name"], "version_info": version, "secret": s} for s in secrets
                 ],
             },
+            *ecds,
         ]
     }

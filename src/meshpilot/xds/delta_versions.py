@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from meshpilot.model.push_context import PushContext
 from meshpilot.xds.connection import Connection, WatchedResource
+from meshpilot.xds.protos import TypeUrl
 from meshpilot.xds.resources import Resource, SharedResources
 
 __all__ = ["NOTHING", "Versions", "apply_diff", "diff", "forget", "own_versions", "step"]
@@ -42,11 +43,15 @@ def diff(
     only: frozenset[str] | None,
 ) -> tuple[list[Resource], list[str]]:
     """The resources whose version the client does not have, and the names to remove: those
-    it has that are no longer generated, and subscribed ones that do not exist."""
+    it has that are no longer generated, and subscribed ones that do not exist. An extension
+    config the client has stays while it subscribes to it: the draining filter chains of an
+    updated listener still run the filter that names it (removed, it would answer 500); Envoy
+    unsubscribes once no filter names it."""
     changed = [r for r in resources if known.get(r.name) != r.version]
     generated = {r.name for r in resources}
     scope = known.keys() if only is None else only & known.keys()
-    gone = {n for n in scope if known[n] != _ABSENT and n not in generated}
+    kept = watched.names if watched.type_url == TypeUrl.EXTENSION_CONFIG else frozenset()
+    gone = {n for n in scope if known[n] != _ABSENT and n not in generated and n not in kept}
     if not watched.wildcard:
         names = watched.names if only is None else only & watched.names
         gone |= {n for n in names if n not in known and n not in generated}

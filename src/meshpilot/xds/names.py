@@ -13,6 +13,7 @@ __all__ = [
     "SDS_ROOTCA",
     "VIRTUAL_INBOUND",
     "VIRTUAL_OUTBOUND",
+    "WASM_FETCH_CLUSTER",
     "credential_resource",
     "gateway_http_route_name",
     "gateway_https_route_name",
@@ -40,6 +41,9 @@ SDS_DEFAULT = "default"
 SDS_ROOTCA = "ROOTCA"
 SDS_CLUSTER = "sds-grpc"
 XDS_CLUSTER = "xds-grpc"
+# The agent's Wasm module fetcher (agent/wasm_fetch.py), a bootstrap cluster on a local socket:
+# http(s) WasmPlugin modules reach Envoy through it.
+WASM_FETCH_CLUSTER = "wasm-fetch"
 CREDENTIAL_PREFIX = "kubernetes://"
 CACERT_SUFFIX = "-cacert"
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.core.v3 import extension_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2
@@ -26,6 +27,8 @@ class ProxyConfig:
     clusters: list[cluster_pb2.Cluster] = field(default_factory=list)
     endpoints: list[endpoint_pb2.ClusterLoadAssignment] = field(default_factory=list)
     secrets: list[secret_pb2.Secret] = field(default_factory=list)
+    # ECDS: shown only when there are any, so outputs without extensions keep their shape.
+    extension_configs: list[extension_pb2.TypedExtensionConfig] = field(default_factory=list)
 
     SECTIONS = ("listeners", "routes", "clusters", "endpoints", "secrets")
 
@@ -35,6 +38,8 @@ class ProxyConfig:
         if redact:
             for secret in out["secrets"]:
                 _redact_secret(secret)
+        if self.extension_configs:
+            out["extension_configs"] = resources_to_dicts(self.extension_configs)
         return out
 
 

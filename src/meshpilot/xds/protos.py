@@ -22,6 +22,8 @@ class TypeUrl:
     SECRET = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
     # VHDS (opt-in, Delta only): virtual hosts of sidecar route configs, see xds/vhds.py.
     VIRTUAL_HOST = "type.googleapis.com/envoy.config.route.v3.VirtualHost"
+    # ECDS: HTTP filter configs named by `config_discovery` (WasmPlugin, EnvoyFilter).
+    EXTENSION_CONFIG = "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig"
 
 
 class Filters:

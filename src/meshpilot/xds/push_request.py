@@ -95,6 +95,7 @@ _SHORT = {
     TypeUrl.ROUTE: "rds",
     TypeUrl.SECRET: "sds",
     TypeUrl.VIRTUAL_HOST: "rds",  # VHDS: the virtual hosts of route configs change with them
+    TypeUrl.EXTENSION_CONFIG: "ecds",
 }
 
 

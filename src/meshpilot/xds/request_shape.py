@@ -43,6 +43,7 @@ SERVED_TYPES = frozenset(
         TypeUrl.ENDPOINT,
         TypeUrl.SECRET,
         TypeUrl.VIRTUAL_HOST,
+        TypeUrl.EXTENSION_CONFIG,
     }
 )
 # Envoy resource names are cluster, listener, route and secret names (at most a few hundred

@@ -50,6 +50,7 @@ from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.settings import Settings
 from meshpilot.store.base import ChangeEvent, ConfigStore, StoreSnapshot
 from meshpilot.supervise import TaskSupervisor, report_task_failure
+from meshpilot.xds.agent_services import agent_handlers
 from meshpilot.xds.cache import carry_over
 from meshpilot.xds.connection import Connection, PushEvent, Subscription
 from meshpilot.xds.debounce import Debouncer
@@ -68,7 +69,6 @@ from meshpilot.xds.grpc_service import (
     serialize_response,
 )
 from meshpilot.xds.metrics import Metrics
-from meshpilot.xds.name_tables import name_table_handler
 from meshpilot.xds.node import parse_node, proxy_for, verified_identity
 from meshpilot.xds.push_heap import PushHeap
 from meshpilot.xds.push_queue import PushQueue
@@ -153,7 +153,7 @@ class DiscoveryServer:
         self._seen = self.store.snapshot()
         self.store.subscribe(self.on_change)
         server = grpc.aio.server(options=SERVER_OPTIONS)
-        server.add_generic_rpc_handlers((ads_handler(self), name_table_handler(self)))
+        server.add_generic_rpc_handlers((ads_handler(self), *agent_handlers(self)))
         host = address or self.settings.listen_address
         bind_port = self.settings.ports.xds_plaintext if port is None else port
         self.port = bind(server, f"{host}:{bind_port}")

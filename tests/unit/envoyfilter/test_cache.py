@@ -53,7 +53,8 @@ def test_the_key_names_the_filters_and_an_edit_is_applied(tmp_path: Path) -> Non
     assert _ratings_timeout(tmp_path, _FILTER % ("42", 8, "4s")) == "4s"
 
 
-def test_an_envoy_filter_change_re_pushes_lds_rds_cds_only() -> None:
+def test_an_envoy_filter_change_re_pushes_lds_rds_cds_ecds_only() -> None:
+    # ECDS: EXTENSION_CONFIG patches are served as extension configs.
     key = ConfigKey(Kind.ENVOY_FILTER, "default", "timeout")
     for proxy_type in (ProxyType.SIDECAR, ProxyType.ROUTER):
-        assert affected_types(proxy_type, [key], {}, {}) == {"cds", "lds", "rds"}
+        assert affected_types(proxy_type, [key], {}, {}) == {"cds", "lds", "rds", "ecds"}

@@ -22,6 +22,8 @@ SECTIONS = {
     "eds": "endpoints",
     "sds": "secrets",
 }
+# Compared only when the case has the file (most cases serve no extension configs).
+OPTIONAL_SECTIONS = {"ecds": "extension_configs"}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,14 @@ from meshpilot.xds.generate import generate_proxy_config
 from meshpilot.xds.output import ProxyConfig
 from meshpilot.xds.references import rds_names
 from tests.conftest import proxy_for, push_from_paths
-from tests.unit.golden.cases import CASES_DIR, SECTIONS, GoldenCase, dump, load_cases
+from tests.unit.golden.cases import (
+    CASES_DIR,
+    OPTIONAL_SECTIONS,
+    SECTIONS,
+    GoldenCase,
+    dump,
+    load_cases,
+)
 
 CASES = load_cases()
 REFRESH = os.environ.get("REFRESH_GOLDEN") == "1"
@@ -38,6 +45,15 @@ def test_matches_golden(case: GoldenCase) -> None:
             continue
         assert path.exists(), f"{path} missing: run with REFRESH_GOLDEN=1 and review it"
         if path.read_text() != text:
+            mismatched.append(short)
+    for short, section in OPTIONAL_SECTIONS.items():
+        path = case.golden(short)
+        text = dump(output.get(section, []))
+        if REFRESH and section in output:
+            path.write_text(text)
+        elif (path.exists() and path.read_text() != text) or (
+            not path.exists() and section in output
+        ):
             mismatched.append(short)
     assert not mismatched, (
         f"{case.name}: {', '.join(mismatched)} differ from the goldens; "
@@ -86,7 +102,8 @@ def test_consistent(case: GoldenCase) -> None:
 
 
 def test_no_stale_golden_files() -> None:
-    expected = {f"{short}.yaml" for short in SECTIONS} | {"proxy.yaml", "config.yaml"}
+    expected = {f"{short}.yaml" for short in [*SECTIONS, *OPTIONAL_SECTIONS]}
+    expected |= {"proxy.yaml", "config.yaml"}
     for folder in CASES_DIR.iterdir():
         assert folder.is_dir(), f"stray file {folder}"
         extra = {p.name for p in folder.iterdir()} - expected

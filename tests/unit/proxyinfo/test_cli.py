@@ -121,7 +121,7 @@ def test_proxy_status_table_and_json() -> None:
     control_plane = url.removeprefix("http://")
     cells = table.stdout.split("\n")[1].split("     ")
     assert [c.strip() for c in cells if c.strip()] == [
-        PROXY, "Kubernetes", "SYNCED", "NOT SENT", "NOT SENT", "NOT SENT", "IGNORED",
+        PROXY, "Kubernetes", "SYNCED", "NOT SENT", "NOT SENT", "NOT SENT", "NOT SENT",
         control_plane, "1.28.0",
     ]  # fmt: skip
     assert raw.stdout.startswith(f"- proxy: {PROXY}\n")

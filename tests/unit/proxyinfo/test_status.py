@@ -76,7 +76,7 @@ def _syncs() -> list[ProxySync]:
 def test_summary_in_istioctl_words() -> None:
     table = sync_table(_syncs())
     assert table.columns == SUMMARY_COLUMNS
-    end = ("IGNORED", "127.0.0.1:15014", "1.28.0")
+    end = ("NOT SENT", "127.0.0.1:15014", "1.28.0")
     never = "STALE (Never Acknowledged)"
     assert list(table.rows) == [
         (PRODUCTPAGE, "Kubernetes", "SYNCED", "SYNCED", "NOT SENT", "NACKED", *end),
@@ -135,7 +135,7 @@ def test_older_syncz_with_only_istiods_flat_fields() -> None:
             "STALE",
             "NOT SENT",
             "NOT SENT",
-            "IGNORED",
+            "NOT SENT",
             "istiod-abc",
             "1.20.0",
         ),

@@ -28,6 +28,7 @@ TYPE_URLS = {
     "lds": TypeUrl.LISTENER,
     "rds": TypeUrl.ROUTE,
     "sds": TypeUrl.SECRET,
+    "ecds": TypeUrl.EXTENSION_CONFIG,
 }
 
 
@@ -49,6 +50,7 @@ def _output(objects: list[ConfigObject[Any]], case: GoldenCase, short: str) -> l
         "eds": {c.eds_cluster_config.service_name or c.name for c in full.clusters},
         "rds": rds_names(full.listeners),
         "sds": sds_names(full.listeners, full.clusters),
+        "ecds": None,
     }[short]
     msgs = generator(TYPE_URLS[short], proxy.type)(push, proxy, names)
     return [m.SerializeToString(deterministic=True) for m in msgs]
@@ -78,6 +80,13 @@ def test_affected_types_tables() -> None:
     secret = ConfigKey(Kind.SECRET, "default", "cert")
     assert affected_types(ProxyType.SIDECAR, [secret], {}, {}) == {"sds"}
     # A kind the tables do not know about affects everything.
+    proxy_config = ConfigKey(Kind.CONFIG_MAP, "default", "settings")
+    assert affected_types(ProxyType.SIDECAR, [proxy_config], {}, {}) == ALL_TYPES
+    # Extension configs come from WasmPlugins and EnvoyFilters only; WasmPlugins reach
+    # listeners (the filters naming them) and ECDS, nothing else.
     policy = ConfigKey(Kind.PEER_AUTHENTICATION, "default", "strict")
-    assert affected_types(ProxyType.SIDECAR, [policy], {}, {}) == ALL_TYPES
+    assert affected_types(ProxyType.SIDECAR, [policy], {}, {}) == ALL_TYPES - {"ecds"}
+    wasm = ConfigKey(Kind.WASM_PLUGIN, "default", "stats")
+    assert affected_types(ProxyType.SIDECAR, [wasm], {}, {}) == {"lds", "ecds"}
+    assert affected_types(ProxyType.ROUTER, [wasm], {}, {}) == {"lds", "ecds"}
     assert affected_types(ProxyType.SIDECAR, [], {}, {}) == ALL_TYPES

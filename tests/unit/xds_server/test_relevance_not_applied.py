@@ -1,7 +1,7 @@
-"""Kinds validated but not applied yet (WasmPlugin, ProxyConfig, WorkloadGroup) reach no
-generator: adding them to a golden case leaves every xDS type's output byte for byte the
-same, and a change of them affects no type. (The fixture also holds EnvoyFilter and Telemetry,
-which are applied since and left out here.)"""
+"""Kinds validated but not applied yet (ProxyConfig, WorkloadGroup) reach no generator:
+adding them to a golden case leaves every xDS type's output byte for byte the same, and a
+change of them affects no type. (The fixture also holds EnvoyFilter, Telemetry and
+WasmPlugin, which are applied since and left out here.)"""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""WasmPlugin: a Wasm extension added to the filter chains of selected workloads (validated,
-not applied yet)."""
+"""WasmPlugin: a Wasm extension added to the HTTP filter chains of selected workloads, its
+config served over ECDS (xds/generate/extensions/)."""
 
 from __future__ import annotations
 

@@ -42,11 +42,6 @@ _INSERTABLE = ("NETWORK_FILTER", "HTTP_FILTER", "HTTP_ROUTE", "LISTENER_FILTER")
 _INSERTS = ("INSERT_BEFORE", "INSERT_AFTER", "INSERT_FIRST")
 _REPLACEABLE = ("HTTP_FILTER", "NETWORK_FILTER")
 _HCM = ("envoy.filters.network.http_connection_manager", "envoy.http_connection_manager")
-# applyTo values meshpilot validates but does not apply (xds/patch/selection.py reports them too).
-_NOT_APPLIED = {
-    "EXTENSION_CONFIG": "EXTENSION_CONFIG patches are not applied yet: meshpilot serves no ECDS",
-    "BOOTSTRAP": "BOOTSTRAP patches are not applied yet: the agent builds the bootstrap itself",
-}
 
 
 def validate_envoy_filter(envoy_filter: EnvoyFilter, p: Problems) -> None:
@@ -88,8 +83,6 @@ def _check_patch(p: Problems, path: Path, cp: EnvoyConfigObjectPatch) -> None:
     if cp.patch is None:
         p.error((*path, "patch"), "Envoy filter: missing patch")
         return
-    if apply_to in _NOT_APPLIED:
-        p.warning((*path, "applyTo"), _NOT_APPLIED[apply_to])
     patch, where = cp.patch, (*path, "patch")
     operation = patch.operation
     if operation == "INVALID":

@@ -1,5 +1,6 @@
 """WasmPlugin: selector or targetRefs, module URL and checksum, enums, VM environment and
-traffic match (Istio's validateWasmPlugin)."""
+traffic match (Istio's validateWasmPlugin); warnings for what meshpilot does not apply (a
+remote module, imagePullPolicy, NETWORK plugins)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,8 @@ def validate_wasm_plugin(plugin: WasmPlugin, p: Problems) -> None:
         p, labels, spec.target_ref is not None, bool(spec.target_refs), "WasmPlugin"
     )
     check_target_refs(p, spec.target_ref, spec.target_refs, GATEWAY_OR_SERVICE)
-    _check_url(p, spec.url)
+    if _check_url(p, spec.url):
+        _note_unserved(p, plugin)
     if spec.sha256:
         _check_sha256(p, spec.sha256)
     check_enum(p, (*SPEC, "phase"), spec.phase, PHASES)
@@ -54,26 +56,57 @@ def validate_wasm_plugin(plugin: WasmPlugin, p: Problems) -> None:
             check_port(p, (*where, "ports", port_index, "number"), port.number)
 
 
-def _check_url(p: Problems, url: str) -> None:
+def _check_url(p: Problems, url: str) -> bool:
+    """True for a valid URL."""
     path = (*SPEC, "url")
     if not url:
         p.error(path, "url field needs to be set")
-        return
+        return False
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - a bad port raises here
     except ValueError as exc:
         p.error(path, f"failed to parse url {quoted(url)}: {exc}")
-        return
+        return False
     if _BAD_ESCAPE.search(url):  # Go's url.Parse refuses these; Python's does not look
         p.error(path, f"failed to parse url {quoted(url)}: invalid URL escape")
-        return
+        return False
     # A URL without a scheme is an OCI image reference, as Istio reads it.
     scheme = parts.scheme.lower() if "://" in url else ""
     if scheme not in SCHEMES:
         p.error(
             path, f"unsupported scheme {quoted(scheme)}; use oci://, file://, http:// or https://"
         )
+        return False
+    return True
+
+
+# What meshpilot does not do with a valid WasmPlugin, said where the user wrote it.
+REMOTE = (
+    "the OCI image {url} is not pulled (meshpilot serves file://, http:// and https:// "
+    "modules): its filter {effect} until the module is a file or an http(s) URL"
+)
+NO_CHECKSUM = (
+    "an http(s) module needs sha256 here (Envoy takes a fetched module only with its "
+    "checksum): its filter {effect} until sha256 is set"
+)
+PULL_POLICY_IGNORED = "imagePullPolicy is ignored: meshpilot pulls no modules"
+NETWORK_IGNORED = "type NETWORK is not applied: meshpilot serves HTTP WasmPlugins only"
+
+
+def _note_unserved(p: Problems, plugin: WasmPlugin) -> None:
+    spec = plugin.spec
+    scheme = urlsplit(spec.url).scheme.lower() if "://" in spec.url else ""
+    fail_open = spec.fail_strategy == "FAIL_OPEN"
+    effect = "lets every request through (FAIL_OPEN)" if fail_open else "denies every request"
+    if spec.url and scheme in ("", "oci"):
+        p.warning((*SPEC, "url"), REMOTE.format(url=quoted(spec.url), effect=effect))
+    elif scheme in ("http", "https") and not spec.sha256:
+        p.warning((*SPEC, "url"), NO_CHECKSUM.format(effect=effect))
+    if spec.image_pull_policy in PULL_POLICIES[1:]:
+        p.warning((*SPEC, "imagePullPolicy"), PULL_POLICY_IGNORED)
+    if spec.type == "NETWORK":
+        p.warning((*SPEC, "type"), NETWORK_IGNORED)
 
 
 def _check_sha256(p: Problems, sha256: str) -> None:

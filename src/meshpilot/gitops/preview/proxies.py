@@ -38,6 +38,7 @@ _SECTIONS = {
     "lds": ("listeners", TypeUrl.LISTENER),
     "rds": ("routes", TypeUrl.ROUTE),
     "sds": ("secrets", TypeUrl.SECRET),
+    "ecds": ("extension_configs", TypeUrl.EXTENSION_CONFIG),  # WasmPlugins, EXTENSION_CONFIG
 }
 ClassKey = tuple[str, str, tuple[tuple[str, str], ...], str]
 # section (listeners, routes, ...) → resource name → config_dump form

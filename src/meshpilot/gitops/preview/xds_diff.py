@@ -12,7 +12,7 @@ from meshpilot.gitops.preview.routes import describe_route_config
 
 __all__ = ["SECTIONS", "diff_translations"]
 
-SECTIONS = ("listeners", "routes", "clusters", "endpoints", "secrets")
+SECTIONS = ("listeners", "routes", "clusters", "endpoints", "secrets", "extension_configs")
 
 
 def diff_translations(base: Translation | None, head: Translation | None) -> tuple[XdsChange, ...]:

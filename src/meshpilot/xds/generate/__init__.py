@@ -21,7 +21,8 @@ __all__ = ["GENERATORS", "PUSH_ORDER", "Generator", "generate_proxy_config"]
 # names: the resource names the proxy subscribed to (RDS, EDS, SDS); None means all.
 Generator = Callable[[PushContext, Proxy, Collection[str] | None], list[Any]]
 
-# VirtualHost (VHDS, opt-in) right after the route configs that name it.
+# VirtualHost (VHDS, opt-in) right after the route configs that name it; extension configs
+# (ECDS) last: Envoy asks for them once a listener names them.
 PUSH_ORDER = (
     TypeUrl.CLUSTER,
     TypeUrl.ENDPOINT,
@@ -29,11 +30,12 @@ PUSH_ORDER = (
     TypeUrl.ROUTE,
     TypeUrl.VIRTUAL_HOST,
     TypeUrl.SECRET,
+    TypeUrl.EXTENSION_CONFIG,
 )
 
 
 def _table() -> dict[tuple[str, ProxyType], Generator]:
-    from meshpilot.xds.generate import clusters, endpoints, gateway, listeners, secrets
+    from meshpilot.xds.generate import clusters, endpoints, extensions, gateway, listeners, secrets
     from meshpilot.xds.generate.routes import vhds
 
     return {
@@ -49,6 +51,8 @@ def _table() -> dict[tuple[str, ProxyType], Generator]:
         (TypeUrl.VIRTUAL_HOST, ProxyType.ROUTER): vhds.no_virtual_hosts,
         (TypeUrl.SECRET, ProxyType.SIDECAR): secrets.generate_secrets,
         (TypeUrl.SECRET, ProxyType.ROUTER): secrets.generate_secrets,
+        (TypeUrl.EXTENSION_CONFIG, ProxyType.SIDECAR): extensions.generate_extension_configs,
+        (TypeUrl.EXTENSION_CONFIG, ProxyType.ROUTER): extensions.generate_extension_configs,
     }
 
 
@@ -93,6 +97,12 @@ def generate_proxy_config(push: PushContext, proxy: Proxy) -> ProxyConfig:
     routes = generator(TypeUrl.ROUTE, proxy.type)(push, proxy, rds_names(listeners))
     secret_names = sds_names(listeners, ()) | cluster_sds
     secrets = generator(TypeUrl.SECRET, proxy.type)(push, proxy, secret_names)
+    extensions = generator(TypeUrl.EXTENSION_CONFIG, proxy.type)(push, proxy, None)
     return ProxyConfig(
-        listeners=listeners, routes=routes, clusters=clusters, endpoints=endpoints, secrets=secrets
+        listeners=listeners,
+        routes=routes,
+        clusters=clusters,
+        endpoints=endpoints,
+        secrets=secrets,
+        extension_configs=extensions,
     )

@@ -29,11 +29,6 @@ __all__ = ["ConfigPatch", "ProxyPatches", "proxy_metadata", "proxy_patches"]
 _MEMO_KEY = "xds.patch.selected"
 _PARSED_KEY = "xds.patch.parsed"
 _GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"
-# Applied elsewhere or not served: reported instead of silently ignored.
-_NOT_SERVED = {
-    "EXTENSION_CONFIG": "EXTENSION_CONFIG patches are not applied yet: meshpilot serves no ECDS",
-    "BOOTSTRAP": "BOOTSTRAP patches are not applied yet: the agent builds the bootstrap itself",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +180,7 @@ def _parse(push: PushContext, obj: ConfigObject[EnvoyFilter]) -> list[ConfigPatc
         patch = _one(obj, index, cp)
         if patch is None:
             continue
-        problem = _NOT_SERVED.get(patch.apply_to)
+        problem: str | None = None
         value = None
         if problem is None and cp is not None and cp.patch is not None:
             try:

@@ -21,6 +21,7 @@ from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2
 from meshpilot.model.merged_gateway import merged_gateway_for
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
+from meshpilot.xds.generate.extensions import apply_wasm_plugins
 from meshpilot.xds.generate.gateway.chain import ChainSpec, GatewayBuild
 from meshpilot.xds.generate.gateway.servers import chains_for_port
 from meshpilot.xds.generate.gateway.tls import downstream_tls_socket
@@ -116,4 +117,4 @@ def generate_gateway_listeners(
         if p.chains and (names is None or name in names)
     ]
     secured = secure_gateway_listeners(push, proxy, listeners)  # jwt_authn and RBAC
-    return apply_telemetry(push, proxy, secured)
+    return apply_wasm_plugins(push, proxy, apply_telemetry(push, proxy, secured))

@@ -18,6 +18,7 @@ from envoy.config.listener.v3 import listener_pb2
 
 from meshpilot.model.proxy import Proxy
 from meshpilot.model.push_context import PushContext
+from meshpilot.xds.generate.extensions import apply_wasm_plugins
 from meshpilot.xds.generate.listeners.context import build_context
 from meshpilot.xds.generate.listeners.inbound import inbound_filter_chains
 from meshpilot.xds.generate.listeners.outbound_cache import shared_outbound_listeners
@@ -46,5 +47,7 @@ def generate_sidecar_listeners(
     listeners.extend(ingress_listeners(ctx))
     if names:
         listeners = [lst for lst in listeners if lst.name in names]
-    # Access logs and tracing depend on the workload, not its class: added after the cache.
-    return apply_telemetry(push, proxy, sorted(listeners, key=lambda lst: lst.name))
+    # Access logs, tracing and WasmPlugins depend on the workload, not its class: added
+    # after the cache.
+    decorated = apply_telemetry(push, proxy, sorted(listeners, key=lambda lst: lst.name))
+    return apply_wasm_plugins(push, proxy, decorated)
