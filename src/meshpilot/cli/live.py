@@ -60,8 +60,9 @@ store_option = click.option(
     "--store",
     "store_dir",
     metavar="URL",
-    help="Live store: a directory (or file:///DIR), or etcd://HOST:PORT[,HOST:PORT]/PREFIX "
-    "(TLS: etcd+https://...?cacert=FILE&cert=FILE&key=FILE).  "
+    help="Live store: a directory (or file:///DIR), etcd://HOST:PORT[,HOST:PORT]/PREFIX "
+    "(TLS: etcd+https://...?cacert=FILE&cert=FILE&key=FILE), or the Kubernetes API "
+    "kube://[CONTEXT][?kubeconfig=FILE].  "
     "[default: $MESHPILOT_STORE, else ~/.meshpilot/store]",
 )
 
