@@ -22,10 +22,12 @@ from meshpilot.demo.mesh import DemoMesh, DemoOptions
 T = TypeVar("T")
 
 
-def running_mesh(secret_ttl: str = "24h") -> Iterator[DemoMesh]:
+def running_mesh(secret_ttl: str = "24h", ui: bool = False) -> Iterator[DemoMesh]:
     host_support_or_fail()
     name = new_cluster_name()
-    options = DemoOptions(cluster=name, xds_port=0, monitoring_port=0, secret_ttl=secret_ttl)
+    options = DemoOptions(
+        cluster=name, xds_port=0, monitoring_port=0, secret_ttl=secret_ttl, ui=ui, ui_port=0
+    )
     demo = DemoMesh(options)
     with demo:
         links = {pod.wiring.host_link for pod in demo.pods.values()}  # type: ignore[attr-defined]
@@ -42,6 +44,8 @@ def mesh_pids(demo: DemoMesh) -> set[int]:
     pids |= {pid for name in demo.pods if (pid := demo.envoy_pid(name))}
     if demo.control is not None and demo.control.proc is not None:
         pids.add(demo.control.proc.pid)
+    if demo.web_ui is not None and demo.web_ui.proc is not None:
+        pids.add(demo.web_ui.proc.pid)
     return pids
 
 

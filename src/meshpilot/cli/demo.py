@@ -61,7 +61,11 @@ def demo(check: bool, keep: bool, name: str, loopback: bool) -> None:
     started = time.monotonic()
     failed = interrupted = False
     try:
-        with DemoMesh(DemoOptions(cluster=name, loopback=True if loopback else None)) as mesh:
+        # The web UI serves people: not started for a --check that tears down at once.
+        options = DemoOptions(
+            cluster=name, loopback=True if loopback else None, ui=keep or not check
+        )
+        with DemoMesh(options) as mesh:
             click.echo(f"Ready in {time.monotonic() - started:.1f}s.\n", err=True)
             click.echo(guide(mesh))
             if check:

@@ -111,6 +111,18 @@ def _look(mesh: DemoMesh) -> list[str]:
         " over mTLS)",
         f"  edit the mesh:    {config}/reviews.yaml (traffic follows within a second),",
         f"                    ratings.yaml, egress.yaml, ...; pod logs: {mesh.pods_dir}",
+        *_web_ui(mesh),
+    ]
+
+
+def _web_ui(mesh: DemoMesh) -> list[str]:
+    if mesh.web_ui is None:
+        return []
+    ui = mesh.web_ui
+    return [
+        f"  web UI:           {ui.url}mesh  (user admin, password in {ui.password_file});",
+        f"                    the request path: {ui.url}mesh/explain?from=client.default"
+        "&url=http://reviews:9080/",
     ]
 
 

@@ -46,6 +46,7 @@ from meshpilot.demo.topology import (
     Topology,
     Workload,
 )
+from meshpilot.demo.web_ui import WebUi
 from meshpilot.demo.workspace import Workspace, script_python
 from meshpilot.errors import MeshpilotError
 from meshpilot.inject.config import Injector
@@ -65,6 +66,7 @@ class DemoMesh:
     workspace: Workspace | None = None
     cluster: Cluster | HostPods | None = None
     control: ControlPlane | None = None
+    web_ui: WebUi | None = None
     cert: GatewayCertificate | None = None
     pods: dict[str, DemoPod] = field(default_factory=dict)  # by workload (pod) name
     workloads: dict[str, Workload] = field(default_factory=dict)
@@ -130,6 +132,14 @@ class DemoMesh:
             debounce=self.options.debounce,
         )  # fmt: skip
         self.control.start()
+        if self.options.ui:
+            self.web_ui = WebUi(
+                store=ws.root / "store", state_dir=ws.root / "gitops",
+                port=free_port(self.options.ui_port),
+                discovery=f"127.0.0.1:{self.control.monitoring_port}",
+                log=ws.root / "web-ui.log",
+            )  # fmt: skip
+            self.web_ui.start()
         for work in workloads:
             self._start_agent(work)
         self._wait_ready(workloads)
@@ -221,6 +231,9 @@ class DemoMesh:
                 self.cluster = None
         finally:
             try:
+                if self.web_ui is not None:
+                    self.web_ui.stop()
+                    self.web_ui = None
                 if self.control is not None:
                     self.control.stop()
                     self.control = None

@@ -18,6 +18,8 @@ class DemoOptions:
     cluster: str = "demo"  # runtime cluster name: namespaces mp-<cluster>-...
     xds_port: int = 15010  # preferred; another free port if taken (0: any)
     monitoring_port: int = 15014  # preferred; another free port if taken (0: any)
+    ui: bool = False  # the web UI (`gitops serve`) beside the mesh (`meshpilot demo` turns it on)
+    ui_port: int = 8080  # preferred; another free port if taken (0: any)
     envoy_log_level: str = "warning"
     debounce: str = "100ms"
     ready_timeout: float = 90.0

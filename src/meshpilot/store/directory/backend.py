@@ -103,6 +103,9 @@ class DirectoryStore:
 
     # -- reading -------------------------------------------------------------------------
 
+    def __repr__(self) -> str:
+        return str(self.root)
+
     def snapshot(self) -> StoreSnapshot:
         self._ensure_loaded()
         return self._snapshot
