@@ -4,14 +4,12 @@ istio-proxy container's agent on the control plane's socket), not by hand."""
 
 from __future__ import annotations
 
-import http.cookiejar
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from tests.e2e.live_mesh import running_mesh
+from tests.e2e.ui_harness import chromium, login, shot
 
 from meshpilot.demo.mesh import DemoMesh
 from meshpilot.demo.topology import EGRESS_POD, INGRESS_POD
@@ -45,23 +43,31 @@ def test_injected_pods_serve_the_mesh(mesh: DemoMesh) -> None:
     assert line.endswith("caller=spiffe://cluster.local/ns/default/sa/client"), line
 
 
-def test_the_web_ui_shows_the_demo_mesh(mesh: DemoMesh) -> None:
-    """`meshpilot demo` brings the web UI up beside the mesh: log in with the generated
-    admin password, and the mesh page lists the demo's proxies, all in sync."""
+def test_the_web_ui_shows_the_demo_mesh_and_explains_a_request(
+    mesh: DemoMesh, tmp_path: Path
+) -> None:
+    """`meshpilot demo` brings the web UI up beside the mesh: in a real browser, log in with the
+    generated admin password; the mesh page lists the demo's proxies in sync, and the request
+    path of client -> reviews for user jason ends at reviews v2."""
     ui = mesh.web_ui
     assert ui is not None
-    jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(
-        urllib.request.ProxyHandler({}), urllib.request.HTTPCookieProcessor(jar)
-    )
-    form = urllib.parse.urlencode(
-        {"username": "admin", "password": ui.password_file.read_text().strip()}
-    ).encode()
-    login = urllib.request.Request(ui.url + "login", data=form, headers={"Origin": ui.url[:-1]})
-    with opener.open(login, timeout=10) as reply:
-        assert reply.status == 200  # after the redirect to the applications page
-    with opener.open(ui.url + "mesh", timeout=10) as reply:
-        page = reply.read().decode()
-    for name in ("client.default", "reviews-v2.default", "istio-ingressgateway"):
-        assert name in page, name
-    assert "SYNCED" in page and "NACKED" not in page
+    url = ui.url.rstrip("/")
+    with chromium(tmp_path) as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.set_default_timeout(20_000)
+        login(page, url, "admin", ui.password_file.read_text().strip())
+        page.get_by_role("link", name="Mesh", exact=True).click()
+        page.wait_for_url(url + "/mesh")
+        for proxy in ("client.default", "productpage-v1.default", "reviews-v2.default"):
+            cells = page.get_by_role("row", name=proxy).locator("td").all_inner_texts()
+            assert cells[0] == proxy and cells[2:6] == ["SYNCED"] * 4, cells
+        shot(page, "demo-mesh-1280-light")
+        page.get_by_role("link", name="Request path").click()
+        page.get_by_label("Source pod (POD.NAMESPACE)").fill("client.default")
+        page.get_by_label("URL").fill("http://reviews:9080/")
+        page.get_by_label("Headers (one a line)").fill("end-user: jason")
+        page.get_by_role("button", name="Explain").click()
+        verdict = page.locator("#verdict").inner_text()
+        assert "outbound|9080|v2|reviews.default.svc.cluster.local" in verdict, verdict
+        shot(page, "demo-explain-1280-light")
+        page.close()

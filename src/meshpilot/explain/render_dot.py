@@ -12,8 +12,13 @@ def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _clip(text: str, width: int) -> str:
+    """At most `width` characters; a cut line ends in an ellipsis, so it reads as cut."""
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
 def _label(hop: Hop) -> str:
-    lines = [hop.stage.replace("_", " "), hop.envoy[:60], hop.summary[:90]]
+    lines = [hop.stage.replace("_", " "), _clip(hop.envoy, 60), _clip(hop.summary, 90)]
     lines += [str(o) for o in hop.objects[:2]]
     return "\\n".join(_quote(line)[1:-1] for line in lines if line)
 
