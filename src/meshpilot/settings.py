@@ -10,6 +10,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from meshpilot.errors import MeshpilotError
+
 __all__ = [
     "GITOPS_CONFIG_ENV",
     "STORE_ENV",
@@ -89,6 +91,9 @@ class Settings:
     # Where discovery writes its MutatingWebhookConfiguration (YAML, caBundle = the CA root,
     # url = the webhook's address) each time the webhook starts; empty: not written.
     webhook_config_out: str = ""
+    # Percent of requests traced when neither Telemetry nor the mesh config says (Istio's
+    # PILOT_TRACE_SAMPLING, set from values.pilot.traceSampling by an installation).
+    trace_sampling: float = 1.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -106,6 +111,8 @@ class Settings:
             settings = replace(settings, push_concurrency=int(env["PILOT_PUSH_THROTTLE"]))
         if env.get("REVISION"):
             settings = replace(settings, revision=env["REVISION"])
+        if env.get("PILOT_TRACE_SAMPLING"):
+            settings = replace(settings, trace_sampling=_percent(env["PILOT_TRACE_SAMPLING"]))
         if "MESHPILOT_CA_DIR" in env:
             settings = replace(settings, ca_dir=env["MESHPILOT_CA_DIR"])
         return settings
@@ -131,6 +138,16 @@ def default_gitops_config(env: Mapping[str, str] | None = None) -> str:
         return env[GITOPS_CONFIG_ENV]
     base = env.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
     return os.path.join(base, "meshpilot", "gitops.yaml")
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 100.0:
+        raise MeshpilotError(f"PILOT_TRACE_SAMPLING={text!r}: give a percent from 0 to 100")
+    return value
 
 
 def _seconds(text: str) -> float:

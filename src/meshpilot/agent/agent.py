@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from meshpilot.agent.admin import EnvoyAdmin
-from meshpilot.agent.bootstrap import bootstrap_json, build_bootstrap
+from meshpilot.agent.bootstrap import build_bootstrap
+from meshpilot.agent.bootstrap_file import bootstrap_json
 from meshpilot.agent.bootstrap_patches import BootstrapPatch, checked, fetch_patches
 from meshpilot.agent.certs.service import CertOptions, WorkloadSecrets
 from meshpilot.agent.dns_capture import DnsCapture, running_dns_proxy

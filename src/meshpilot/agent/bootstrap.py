@@ -22,7 +22,6 @@ Pure: `AgentOptions` in, `envoy.config.bootstrap.v3.Bootstrap` out (Istio's temp
 from __future__ import annotations
 
 import ipaddress
-import json
 from typing import Any
 
 from envoy.config.accesslog.v3 import accesslog_pb2
@@ -51,7 +50,7 @@ from envoy.extensions.resource_monitors.downstream_connections.v3 import (
     downstream_connections_pb2,
 )
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import struct_pb2
 
 from meshpilot.agent.certs.xds_tls import xds_tls_context
 from meshpilot.agent.options import SDS_SOCKET_PATH, AgentOptions, discovery_endpoint
@@ -68,8 +67,6 @@ __all__ = [
     "PROMETHEUS_CLUSTER",
     "XDS_RETRY_BASE_S",
     "XDS_RETRY_MAX_S",
-    "bootstrap_dict",
-    "bootstrap_json",
     "build_bootstrap",
     "node_metadata",
 ]
@@ -379,27 +376,3 @@ def _static_listener(
             )
         ],
     )
-
-
-def bootstrap_dict(boot: bootstrap_pb2.Bootstrap) -> dict[str, Any]:
-    """config_dump style: snake_case field names, `@type` on Any values; whole numbers in
-    metadata (Struct doubles) written as integers."""
-    result: dict[str, Any] = _whole_numbers(
-        json_format.MessageToDict(boot, preserving_proto_field_name=True)
-    )
-    return result
-
-
-def bootstrap_json(boot: bootstrap_pb2.Bootstrap) -> str:
-    """The file Envoy reads (`-c`): deterministic, keys sorted."""
-    return json.dumps(bootstrap_dict(boot), indent=2, sort_keys=True) + "\n"
-
-
-def _whole_numbers(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _whole_numbers(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_whole_numbers(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value

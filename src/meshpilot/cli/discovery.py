@@ -63,6 +63,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     "istio-sidecar-injector-REV, webhook certificate istiod-REV.istio-system.svc.",
 )
 @click.option(
+    "--trace-sampling",
+    metavar="PERCENT",
+    type=click.FloatRange(0, 100),
+    help="Percent of requests traced where neither Telemetry nor the mesh config's "
+    "defaultConfig.tracing.sampling says (Istio's PILOT_TRACE_SAMPLING).  "
+    "[default: $PILOT_TRACE_SAMPLING, else 1]",
+)
+@click.option(
     "--webhook-config-out",
     metavar="PATH",
     help="Write the MutatingWebhookConfiguration of the webhook (caBundle: the CA root, url: "
@@ -116,6 +124,7 @@ def discovery(
     monitoring_port: int | None,
     webhook_port: int | None,
     revision: str | None,
+    trace_sampling: float | None,
     webhook_config_out: str | None,
     xds_uds: str | None,
     secure_uds: str | None,
@@ -144,6 +153,8 @@ def discovery(
         settings = replace(settings, listen_address=listen_address)
     if revision:
         settings = replace(settings, revision=revision)
+    if trace_sampling is not None:
+        settings = replace(settings, trace_sampling=trace_sampling)
     if webhook_config_out:
         settings = replace(settings, webhook_config_out=webhook_config_out)
     if xds_uds:

@@ -47,6 +47,7 @@ from meshpilot.settings import Settings
 from meshpilot.store.base import WatchedStore
 from meshpilot.store.files import FileStore
 from meshpilot.store.open import open_store
+from meshpilot.xds.generate.telemetry.tracing import configure_default_sampling
 from meshpilot.xds.server import DiscoveryServer
 
 __all__ = ["Discovery", "run_discovery"]
@@ -95,6 +96,7 @@ class Discovery:
 
     async def start(self) -> None:
         """Read the files (MeshpilotError if they cannot be read at all), then serve."""
+        configure_default_sampling(self.settings.trace_sampling)
         await asyncio.to_thread(self.store.load)
         host = self.settings.listen_address
         await self.server.start(host, self.settings.ports.xds_plaintext)

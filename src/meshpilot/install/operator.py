@@ -38,7 +38,7 @@ from meshpilot.install.render.context import K8sObject
 from meshpilot.store.base import WatchedStore
 from meshpilot.supervise import TaskSupervisor
 
-__all__ = ["DesiredRevision", "GatewayHook", "Operator", "desired_revisions"]
+__all__ = ["DesiredRevision", "GatewayHook", "Operator", "desired_revisions", "pilot_args"]
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +106,15 @@ class _Running:
     processes: list[asyncio.subprocess.Process] = field(default_factory=list)
 
 
+def pilot_args(resolved: ResolvedOperator) -> list[str]:
+    """What istiod's Deployment gets as env from values.pilot (PILOT_TRACE_SAMPLING), as
+    `meshpilot discovery` flags."""
+    pilot = resolved.operator.spec.values.pilot
+    if pilot is None or pilot.trace_sampling is None:
+        return []
+    return ["--trace-sampling", f"{pilot.trace_sampling:g}"]
+
+
 class Operator:
     def __init__(
         self,
@@ -143,8 +152,9 @@ class Operator:
         revision = running.desired.revision
         sockets = operator_dir(self.ca_dir) / (revision or "default")
         sockets.mkdir(mode=0o700, parents=True, exist_ok=True)
+        argv = [*self.argv(revision), *pilot_args(running.desired.resolved)]
         proc = await asyncio.create_subprocess_exec(
-            *self.argv(revision), stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent
+            *argv, stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent
         )
         running.processes.append(proc)
         log.info("operator: revision %s: control plane started (pid %d)", revision, proc.pid)

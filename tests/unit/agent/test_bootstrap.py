@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from meshpilot.agent.bootstrap import bootstrap_dict, bootstrap_json, build_bootstrap, node_metadata
+from meshpilot.agent.bootstrap import build_bootstrap, node_metadata
+from meshpilot.agent.bootstrap_file import bootstrap_dict, bootstrap_json
 from meshpilot.agent.options import ROOT_CERT_PATH, AgentOptions, InterceptionMode, XdsType
 from meshpilot.envoy.binary import envoy_binary as proxy_binary
 from meshpilot.model.proxy import ProxyType, parse_node_id

@@ -16,7 +16,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from meshpilot.agent.bootstrap import bootstrap_dict, build_bootstrap
+from meshpilot.agent.bootstrap import build_bootstrap
+from meshpilot.agent.bootstrap_file import bootstrap_dict
 from meshpilot.agent.options import AgentOptions
 from meshpilot.model.proxy import ProxyType
 from meshpilot.proxyinfo import ConfigDump, ProxyData

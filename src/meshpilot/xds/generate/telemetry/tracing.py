@@ -33,10 +33,13 @@ from meshpilot.xds.generate.telemetry.tags import istio_tags, user_tag
 from meshpilot.xds.names import outbound_cluster
 from meshpilot.xds.protos import boolean, duration, pack, u32
 
-__all__ = ["HcmTracing", "collector", "hcm_tracing"]
+__all__ = ["HcmTracing", "collector", "configure_default_sampling", "hcm_tracing"]
 
 _Tracing: TypeAlias = hcm_pb2.HttpConnectionManager.Tracing
 DEFAULT_SAMPLING = 1.0
+# The control plane's PILOT_TRACE_SAMPLING (values.pilot.traceSampling): a setting of the
+# process, as in istiod, set once by discovery before it generates anything.
+_default_sampling = DEFAULT_SAMPLING
 ZIPKIN_PATH = "/api/v2/spans"
 DEFAULT_ZIPKIN_ADDRESS = "zipkin.istio-system:9411"
 # Envoy requires an HTTP collector timeout; Istio leaves it to the user, 5 s is ours.
@@ -158,11 +161,20 @@ def _legacy_provider(push: PushContext, proxy: Proxy) -> http_tracer_pb2.Tracing
     return None
 
 
+def configure_default_sampling(percent: float) -> None:
+    """The percent of requests traced where neither Telemetry nor the mesh's
+    defaultConfig.tracing.sampling says (Istio's PILOT_TRACE_SAMPLING)."""
+    global _default_sampling
+    if not 0.0 <= percent <= 100.0:
+        raise ValueError(f"trace sampling {percent:g}: give a percent from 0 to 100")
+    _default_sampling = percent
+
+
 def _sampling(push: PushContext) -> float:
     legacy = push.mesh.default_config.tracing
     if legacy is None or legacy.sampling == 0.0:
-        return DEFAULT_SAMPLING
-    return legacy.sampling if legacy.sampling <= 100.0 else DEFAULT_SAMPLING
+        return _default_sampling
+    return legacy.sampling if legacy.sampling <= 100.0 else _default_sampling
 
 
 def _base(
