@@ -89,6 +89,9 @@ class Settings:
     # Where discovery writes its MutatingWebhookConfiguration (YAML, caBundle = the CA root,
     # url = the webhook's address) each time the webhook starts; empty: not written.
     webhook_config_out: str = ""
+    # On etcd: seconds of the lease of the revision's webhook writer (one replica writes the
+    # webhook configuration; a standby takes over this long after it dies).
+    lease_ttl: int = 5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
