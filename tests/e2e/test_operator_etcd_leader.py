@@ -140,3 +140,36 @@ def test_one_operator_runs_the_control_plane_a_standby_takes_over_a_deposed_one_
     third = wait_for(lambda: _control_plane(ca_c), "c's control plane")
     wait_for(lambda: f":{third.webhook_port}/inject" in _webhook_url(etcd), "c's webhook url")
     assert c.poll() is None
+
+
+def test_two_discovery_replicas_one_writes_the_webhook_configuration(
+    tmp_path: Path, etcd: EtcdServer
+) -> None:
+    procs: list[tuple[subprocess.Popen[bytes], Path, Path]] = []
+    try:
+        for name in ("p", "q"):
+            ca, log = tmp_path / f"ca-{name}", tmp_path / f"discovery-{name}.log"
+            argv = [sys.executable, "-c", "from meshpilot.cli.main import main; main()",
+                    "discovery", "--store", etcd.url(), "--revision", "x", "--ca-dir", str(ca),
+                    "--xds-port", "0", "--monitoring-port", "0", "--lease-ttl", str(TTL),
+                    "--log-level", "debug"]  # fmt: skip
+            with log.open("wb") as out:
+                proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            procs.append((proc, ca, log))
+        (p, ca_p, log_p), (q, ca_q, log_q) = procs
+        rp = wait_for(lambda: _control_plane(ca_p), "p's control plane")
+        rq = wait_for(lambda: _control_plane(ca_q), "q's control plane")
+        ports = {f"https://127.0.0.1:{r.webhook_port}/inject": r for r in (rp, rq)}
+        url = wait_for(lambda: _webhook_url(etcd), "a webhook url")
+        time.sleep(1.0)
+        assert _webhook_url(etcd) == url and url in ports
+        writer, standby = (p, log_q) if ports[url] is rp else (q, log_p)
+        assert "webhook configuration of revision x not written: " in standby.read_text()
+        writer.terminate()  # resigns: the standby writes its own url
+        other = next(u for u in ports if u != url)
+        wait_for(lambda: _webhook_url(etcd) == other, "the standby's url", TTL + 3)
+    finally:
+        for proc, _, _ in procs:
+            proc.terminate()
+        for proc, _, _ in procs:
+            proc.wait(20)
