@@ -94,6 +94,9 @@ class Settings:
     # Percent of requests traced when neither Telemetry nor the mesh config says (Istio's
     # PILOT_TRACE_SAMPLING, set from values.pilot.traceSampling by an installation).
     trace_sampling: float = 1.0
+    # On etcd: seconds of the lease of the revision's webhook writer (one replica writes the
+    # webhook configuration; a standby takes over this long after it dies).
+    lease_ttl: int = 5
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

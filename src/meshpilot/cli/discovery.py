@@ -109,6 +109,14 @@ def _duration(ctx: click.Context, param: click.Parameter, value: str | None) -> 
     "configs' virtual hosts by VHDS, so a VirtualService change sends only the virtual hosts "
     "it changed.",
 )
+@click.option(
+    "--lease-ttl",
+    type=click.IntRange(1, 3600),
+    default=5,
+    show_default=True,
+    help="On etcd: seconds of the lease of the revision's webhook writer; one replica "
+    "writes the webhook configuration, a standby takes over this long after it dies.",
+)
 @ca_options
 @click.option(
     "--log-level",
@@ -131,6 +139,7 @@ def discovery(
     debounce: float | None,
     debounce_after_write: float | None,
     vhds: bool,
+    lease_ttl: int,
     ca: CaOptions,
     log_level: str,
 ) -> None:
@@ -148,7 +157,7 @@ def discovery(
         ports = replace(ports, webhook=None if webhook_port < 0 else webhook_port)
     elif xds_port is not None:  # several control planes side by side (tests, demo)
         ports = replace(ports, webhook=0)
-    settings = replace(settings, ports=ports)
+    settings = replace(settings, ports=ports, lease_ttl=lease_ttl)
     if listen_address:
         settings = replace(settings, listen_address=listen_address)
     if revision:

@@ -6,12 +6,14 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 from pathlib import Path
 
 import click
 
 from meshpilot.cli.live import open_store, store_option
+from meshpilot.cli.operator_elected import run_operator_elected
 from meshpilot.errors import MeshpilotError
 from meshpilot.install.operator import Operator
 from meshpilot.install.operator_record import (
@@ -21,6 +23,7 @@ from meshpilot.install.operator_record import (
     write_operator_record,
 )
 from meshpilot.settings import default_ca_dir, default_store_dir
+from meshpilot.store.etcd.backend import EtcdStore
 from meshpilot.store.open import is_etcd_url
 
 __all__ = ["absolute_store_url", "ca_dir_option", "operator"]
@@ -57,15 +60,27 @@ def resolve_ca_dir(ca_dir: str | None) -> Path:
     help="Seconds between reconcile passes.",
 )
 @click.option(
+    "--lease-ttl",
+    type=click.IntRange(1, 3600),
+    default=5,
+    show_default=True,
+    help="On etcd: seconds of the leader's lease (one operator of those on the etcd runs "
+    "the control planes); a standby takes over this long after the leader dies. Its "
+    "control planes use it for their webhook writer's lease too.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
     show_default=True,
 )
-def operator(store_dir: str | None, ca_dir: str | None, interval: float, log_level: str) -> None:
+def operator(
+    store_dir: str | None, ca_dir: str | None, interval: float, lease_ttl: int, log_level: str
+) -> None:
     """Run one control plane per IstioOperator in the store (`meshpilot discovery
     --revision R` on free ports, restarted if it dies), roll out changed ones, stop deleted
-    ones (Istio's operator, on this machine)."""
+    ones (Istio's operator, on this machine). On etcd, operators on several machines elect
+    one that runs the control planes; the others stand by."""
     logging.basicConfig(
         level=log_level.upper(),
         stream=sys.stderr,
@@ -81,20 +96,26 @@ def operator(store_dir: str | None, ca_dir: str | None, interval: float, log_lev
     store = open_store(url, create=True)
     write_operator_record(ca, OperatorRecord(os.getpid(), url))
     try:
-        asyncio.run(_run(Operator(store, url, ca, interval=interval)))
+        extra = ("--lease-ttl", str(lease_ttl)) if isinstance(store, EtcdStore) else ()
+        op = Operator(store, url, ca, interval=interval, extra_args=extra)
+        asyncio.run(_run(op, lease_ttl))
     except MeshpilotError as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
         remove_operator_record(ca, os.getpid())
 
 
-async def _run(op: Operator) -> None:
+async def _run(op: Operator, ttl: int) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await op.run(stop)
+        if isinstance(op.store, EtcdStore):
+            identity = f"{socket.gethostname()}:{os.getpid()} (CA dir {op.ca_dir})"
+            await run_operator_elected(op, op.store, identity, ttl, stop)
+        else:  # a directory store: one operator per CA dir, as the record ensures
+            await op.run(stop)
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import os
 import signal
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,6 +34,7 @@ from meshpilot.errors import MeshpilotError
 from meshpilot.inject.store_injector import StoreInjector
 from meshpilot.inject.webhook import InjectionWebhook
 from meshpilot.inject.webhook_config import mutating_webhook_configuration
+from meshpilot.inject.webhook_leader import WebhookWriter
 from meshpilot.inject.webhook_store import publish_webhook
 from meshpilot.model.relevance import UNREAD_KINDS
 from meshpilot.security.control_plane_record import (
@@ -45,6 +48,7 @@ from meshpilot.security.files import write_public
 from meshpilot.security.secure_server import SecureServer, start_secure_server
 from meshpilot.settings import Settings
 from meshpilot.store.base import WatchedStore
+from meshpilot.store.etcd.backend import EtcdStore
 from meshpilot.store.files import FileStore
 from meshpilot.store.open import open_store
 from meshpilot.xds.generate.telemetry.tracing import configure_default_sampling
@@ -73,6 +77,7 @@ class Discovery:
         self.secure: SecureServer | None = None  # 15012: ADS + CA over TLS (with ca_dir)
         self.webhook: InjectionWebhook | None = None  # 15017: injection (with the CA)
         self._record: Path | None = None  # <CA dir>/<record key> of this process's record
+        self._webhook_writer: WebhookWriter | None = None  # on etcd: the elected writer
 
     @property
     def xds_port(self) -> int:
@@ -115,6 +120,8 @@ class Discovery:
         # Supervised: a failure is logged, counted, shown on /debug/tasks and /ready, and
         # the watch starts again (a dead watch would silently stop every later edit).
         self.server.tasks.start("config-watch", self.store.watch)
+        if self._webhook_writer is not None:
+            self.server.tasks.start("webhook-writer", self._webhook_writer.run)
         if self.secure is not None:
             self.server.tasks.start("front-envoy", self.secure.keep_front_running)
             self._record = await asyncio.to_thread(self._write_record, self.secure)
@@ -137,7 +144,18 @@ class Discovery:
             await asyncio.to_thread(_write_yaml, out, config)
         if revision and not isinstance(self.store, FileStore):
             # a revision's control plane on a live store keeps its webhook configuration
-            # (and its tags') there, as istiod patches its caBundle in a cluster
+            # (and its tags') there, as istiod patches its caBundle in a cluster; on etcd
+            # only the replica holding the revision's webhook lease writes it
+            live: WatchedStore = self.store
+            etcd = getattr(live, "inner", live)
+            if isinstance(etcd, EtcdStore):
+                identity = f"{socket.gethostname()}:{os.getpid()} ({url})"
+                self._webhook_writer = WebhookWriter(
+                    etcd, revision, identity,
+                    functools.partial(publish_webhook, live, secure.ca.root_pem, revision, url),
+                    ttl=self.settings.lease_ttl,
+                )  # fmt: skip
+                return
             try:
                 await asyncio.to_thread(
                     publish_webhook, self.store, secure.ca.root_pem, revision, url
