@@ -100,7 +100,7 @@ def _joined_trace(collector: Collector) -> list[dict[str, Any]] | None:
         roots = [s for s in spans if "parentId" not in s]
         services = {s.get("localEndpoint", {}).get("serviceName", "") for s in spans}
         joined = len(roots) == 1 and all(s["parentId"] in ids for s in spans if s not in roots)
-        if joined and len(spans) >= 4 and _covers(services):
+        if joined and len(spans) >= 5 and _covers(services):  # one per hop: none late
             return spans
     return None
 

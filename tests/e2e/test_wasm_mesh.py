@@ -164,7 +164,12 @@ def test_an_envoy_filter_extension_config_is_served_over_ecds(mesh: DemoMesh) ->
     try:
         wait_for(lambda: _in_a_row(mesh, "by-ecds", "x-lua"), "the Lua header", timeout=30)
         for pod in _pods(mesh, "reviews"):
-            assert _ecds_dump(mesh, pod) == ["default.lua-ecds"]
+            # An earlier test's plugin leaves Envoy's ECDS dump once Envoy lets go of it.
+            wait_for(
+                lambda pod=pod: _ecds_dump(mesh, pod) == ["default.lua-ecds"],
+                f"only the Lua extension config on {pod}",
+                timeout=30,
+            )
     finally:
         mesh.workspace.config.remove("lua-ecds.yaml")
     wait_for(lambda: _in_a_row(mesh, "", "x-lua"), "the Lua filter gone", timeout=30)
