@@ -29,6 +29,7 @@ from meshpilot.config.kube.service import Service
 from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
 from meshpilot.inject.store_injector import StoreInjector
+from meshpilot.runtime.run.revisions import RevisionInjectors
 from meshpilot.runtime.run.runner import PodStarter, RunningPod
 from meshpilot.runtime.run.workloads import PodToRun, pods_of
 from meshpilot.store.base import WatchedStore
@@ -64,6 +65,7 @@ class Controller:
         self.echo = echo
         self.drain = drain
         self.injector = StoreInjector(store)
+        self.revision_injectors = RevisionInjectors(store)  # a pod's revision picks its own
         self.pods: dict[str, RunningPod] = {}  # by pod key (name.namespace)
         self.owners: dict[str, DeploymentRef | None] = {}  # pod key → its Deployment
         self.stopping = threading.Event()  # set: no further step is taken
@@ -92,7 +94,8 @@ class Controller:
         return out
 
     def desired(self, documents: Iterable[JSON]) -> list[PodToRun]:
-        return pods_of(documents, self.injector(), self._namespace_labels())
+        return pods_of(documents, self.injector(), self._namespace_labels(),
+                       choose=self.revision_injectors)  # fmt: skip
 
     # ---------------------------------------------------------------- starting, stopping
 
