@@ -11,7 +11,11 @@ from typing import Any
 from click.testing import CliRunner
 
 from meshpilot.cli.main import cli
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
 from meshpilot.inject.config import parse_injector
+from meshpilot.runtime.run.env import PodFacts
+from meshpilot.runtime.run.plan import plan_pod
 from meshpilot.runtime.run.revisions import RevisionInjectors, pod_revision, revision_socket
 from meshpilot.runtime.run.workloads import pods_of
 from meshpilot.security.control_plane_record import ControlPlaneRecord, write_record
@@ -91,3 +95,33 @@ def test_the_agent_dials_its_revisions_control_plane(tmp_path: Path) -> None:
     operator_socket.parent.mkdir(parents=True)
     operator_socket.touch()
     assert revision_socket(ca, "1-14-3", fallback) == operator_socket
+
+
+def test_the_installed_gateway_runs_on_its_revision_or_its_tags(tmp_path: Path) -> None:
+    iop = tmp_path / "iop.yaml"
+    iop.write_text(IOP.replace("minimal", "default"))
+    _cli(tmp_path / "store", "install", "-f", str(iop), "-r", "1-14-3", "-y", "--no-operator")
+    _install(tmp_path, "1-15-4")
+    store = DirectoryStore(tmp_path / "store")
+    gateway = store.manifest(ConfigKey(Kind.DEPLOYMENT, "istio-system", "istio-ingressgateway"))
+    assert gateway is not None
+    choose = RevisionInjectors(store)
+    [pod] = pods_of([gateway], parse_injector(), {}, choose=choose)
+    assert not pod.injected and choose.revision_of(pod.pod) == "1-14-3"
+    plan = plan_pod(pod.pod, PodFacts(pod.name, pod.namespace, "10.0.0.2"), tmp_path / "pod")
+    assert plan.proxy is not None
+    argv = plan.proxy.argv
+    token = argv[argv.index("--token-file") + 1]
+    assert token == str(tmp_path / "pod" / "volumes" / "istio-token" / "istio-token")
+    assert {v.kind for v in plan.volumes} == {"token", "ca-root"}
+    # a gateway labelled with a tag follows the tag, as Istio's gateway injection does
+    _cli(tmp_path / "store", "tag", "set", "default", "--revision", "1-15-4")
+    store.refresh()
+    pod.pod["metadata"]["labels"]["istio.io/rev"] = "default"
+    assert choose.revision_of(pod.pod) == "1-15-4"
+
+
+def test_run_without_files_or_all_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["run", "--secure-uds", str(tmp_path / "s.sock")])
+    assert result.exit_code == 2
+    assert "give -f FILES, --all (every Deployment in the store), or both" in result.output

@@ -19,7 +19,7 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from meshpilot.config.keys import ConfigKey
@@ -94,8 +94,9 @@ class Controller:
         return out
 
     def desired(self, documents: Iterable[JSON]) -> list[PodToRun]:
-        return pods_of(documents, self.injector(), self._namespace_labels(),
+        pods = pods_of(documents, self.injector(), self._namespace_labels(),
                        choose=self.revision_injectors)  # fmt: skip
+        return [replace(p, revision=self.revision_injectors.revision_of(p.pod)) for p in pods]
 
     # ---------------------------------------------------------------- starting, stopping
 

@@ -19,8 +19,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
+from meshpilot.config.keys import ConfigKey
+from meshpilot.config.kinds import Kind
 from meshpilot.inject.config import Injector
-from meshpilot.inject.policy import STATUS_ANNOTATION
+from meshpilot.inject.policy import REV_LABEL, STATUS_ANNOTATION
 from meshpilot.inject.store_injector import StoreInjector
 from meshpilot.inject.webhook_target import served_names, webhook_target
 from meshpilot.security.control_plane_record import live_records
@@ -29,6 +31,7 @@ from meshpilot.store.base import StoreSnapshot
 __all__ = ["RevisionInjectors", "pod_revision", "revision_socket"]
 
 JSON = dict[str, Any]
+_TAG_PREFIX = "istio-revision-tag-"
 OPERATOR_DIR = "operator"  # install.operator_record.operator_dir: the operator's sockets
 
 
@@ -54,6 +57,23 @@ class RevisionInjectors:
         revision = target.revision or "default"
         injector = self._injectors.setdefault(revision, StoreInjector(self.store, revision))
         return injector(), served_names(objects, revision) | {target.chosen}
+
+    def revision_of(self, pod: JSON) -> str:
+        """The revision whose control plane the pod's proxy dials: the injecting one, or
+        for a pod that runs its own proxy (a gateway) its `istio.io/rev` label, a tag
+        there standing for the tag's revision (Istio's gateway injection)."""
+        injected = pod_revision(pod)
+        if injected:
+            return injected
+        label = ((pod.get("metadata") or {}).get("labels") or {}).get(REV_LABEL) or ""
+        if not label:
+            return ""
+        tag = self.store.snapshot().objects.get(
+            ConfigKey(Kind.MUTATING_WEBHOOK_CONFIGURATION, "", _TAG_PREFIX + label)
+        )
+        if tag is not None:
+            return str(tag.model.metadata.labels.get(REV_LABEL) or label)
+        return str(label)
 
 
 def pod_revision(pod: JSON) -> str:

@@ -182,7 +182,7 @@ class PodStarter:
 
     def socket_of(self, item: PodToRun) -> Path:
         """The TLS socket of the control plane of the revision that injected the pod."""
-        revision = pod_revision(item.pod)
+        revision = item.revision or pod_revision(item.pod)
         return revision_socket(self.access.ca_dir, revision, self.access.secure_socket)
 
     def _post_start(self, running: RunningPod, container: ContainerPlan) -> None:

@@ -41,6 +41,7 @@ class PodToRun:
     workload: WorkloadMeta
     injected: bool
     reason: str  # why it was (not) injected
+    revision: str = ""  # the revision whose control plane its proxy dials ("": --secure-uds's)
 
     @property
     def name(self) -> str:
