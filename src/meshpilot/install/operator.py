@@ -33,7 +33,7 @@ from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
 from meshpilot.install.installation import plan_install
 from meshpilot.install.load import OperatorFile, ResolvedOperator, resolve
-from meshpilot.install.operator_record import operator_dir
+from meshpilot.install.operator_record import revision_socket_dir, traversable_dir
 from meshpilot.install.render.context import K8sObject
 from meshpilot.store.base import WatchedStore
 from meshpilot.supervise import TaskSupervisor
@@ -130,7 +130,7 @@ class Operator:
 
     def argv(self, revision: str) -> list[str]:
         """The revision's control plane: ports chosen free, sockets for netns pods."""
-        sockets = operator_dir(self.ca_dir) / (revision or "default")
+        sockets = revision_socket_dir(self.ca_dir, revision)
         return [
             sys.executable, "-c", "from meshpilot.cli.main import main; main()",
             "discovery", "--store", self.store_url, "--revision", revision or "default",
@@ -141,8 +141,7 @@ class Operator:
 
     async def _serve(self, running: _Running) -> None:
         revision = running.desired.revision
-        sockets = operator_dir(self.ca_dir) / (revision or "default")
-        sockets.mkdir(mode=0o700, parents=True, exist_ok=True)
+        traversable_dir(revision_socket_dir(self.ca_dir, revision))
         proc = await asyncio.create_subprocess_exec(
             *self.argv(revision), stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent
         )

@@ -5,6 +5,7 @@ revision label selects (the store's webhook configurations and injector ConfigMa
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from meshpilot.cli.main import cli
 from meshpilot.config.keys import ConfigKey
 from meshpilot.config.kinds import Kind
 from meshpilot.inject.config import parse_injector
+from meshpilot.install.operator_record import revision_socket_dir, traversable_dir
 from meshpilot.runtime.run.env import PodFacts
 from meshpilot.runtime.run.plan import plan_pod
 from meshpilot.runtime.run.revisions import RevisionInjectors, pod_revision, revision_socket
@@ -91,10 +93,13 @@ def test_the_agent_dials_its_revisions_control_plane(tmp_path: Path) -> None:
     assert revision_socket(ca, "1-15-4", fallback) == Path("/run/b/secure.sock")
     assert revision_socket(ca, "1-14-3", fallback) == fallback
     assert revision_socket(ca, "", fallback) == fallback
-    operator_socket = ca / "operator" / "1-14-3" / "secure.sock"
-    operator_socket.parent.mkdir(parents=True)
+    operator_socket = traversable_dir(revision_socket_dir(ca, "1-14-3")) / "secure.sock"
     operator_socket.touch()
-    assert revision_socket(ca, "1-14-3", fallback) == operator_socket
+    try:
+        assert revision_socket(ca, "1-14-3", fallback) == operator_socket
+        assert operator_socket.parent.stat().st_mode & 0o777 == 0o711  # pods' Envoys cross it
+    finally:
+        shutil.rmtree(operator_socket.parent.parent)
 
 
 def test_the_installed_gateway_runs_on_its_revision_or_its_tags(tmp_path: Path) -> None:

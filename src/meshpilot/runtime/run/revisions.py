@@ -8,8 +8,8 @@ Without a webhook configuration for the label, the store's default injector deci
 behaviour before revisions).
 
 Connection: the agent of a pod of revision R dials R's control plane: the TLS socket in
-the record of a running `meshpilot discovery --revision R`, or the operator's
-`<ca>/operator/<R>/secure.sock`; `--secure-uds` when R has neither.
+the record of a running `meshpilot discovery --revision R`, or the operator's socket
+(`install.operator_record.revision_socket_dir`); `--secure-uds` when R has neither.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from meshpilot.inject.config import Injector
 from meshpilot.inject.policy import REV_LABEL, STATUS_ANNOTATION
 from meshpilot.inject.store_injector import StoreInjector
 from meshpilot.inject.webhook_target import served_names, webhook_target
+from meshpilot.install.operator_record import revision_socket_dir
 from meshpilot.security.control_plane_record import live_records
 from meshpilot.store.base import StoreSnapshot
 
@@ -32,7 +33,6 @@ __all__ = ["RevisionInjectors", "pod_revision", "revision_socket"]
 
 JSON = dict[str, Any]
 _TAG_PREFIX = "istio-revision-tag-"
-OPERATOR_DIR = "operator"  # install.operator_record.operator_dir: the operator's sockets
 
 
 class _Snapshots(Protocol):
@@ -95,5 +95,5 @@ def revision_socket(ca_dir: Path, revision: str, fallback: Path) -> Path:
     found = [r for r in live_records(ca_dir) if r.revision == revision and r.secure_uds]
     if found:
         return Path(found[-1].secure_uds)
-    operator_socket = ca_dir / OPERATOR_DIR / revision / "secure.sock"
+    operator_socket = revision_socket_dir(ca_dir, revision) / "secure.sock"
     return operator_socket if operator_socket.exists() else fallback
