@@ -188,7 +188,7 @@ def _all_on(ca: Path, store: Path, revision: str, namespace: str, timeout: float
     deadline = time.monotonic() + timeout
     while True:
         running, synced = _running(store, namespace), _synced(ca, revision)
-        if running and running <= synced or time.monotonic() > deadline:
+        if (running and running <= synced) or time.monotonic() > deadline:
             assert running and running <= synced, (revision, running, synced)
             return running
         time.sleep(0.5)

@@ -1,6 +1,6 @@
 """Where a running `meshpilot operator` is found: `<ca dir>/operator/operator.json` (its pid
-and store), so that `install` starts one only when none runs for that store, and the
-revisions' control-plane sockets and logs live beside it."""
+and store), so that `install` starts one only when none runs for that store; its log lives
+beside it. The revisions' control-plane sockets are in `revision_socket_dir`: pods dial them."""
 
 from __future__ import annotations
 

@@ -76,6 +76,7 @@ def _container(ctx: Context, gateway: GatewayComponent, ports: list[dict[str, An
             f"--discovery-address={ctx.istiod}.{ctx.namespace}.svc:15012",
             f"--workload-name={gateway.name}",
             *("--root-cert", _ROOT_CERT, "--token-file", _TOKEN_FILE),
+            *("--service-account", "$(SERVICE_ACCOUNT)", "--ip", "$(INSTANCE_IP)"),
         ],
         "volumeMounts": [
             {"name": "istiod-ca-cert", "mountPath": "/var/run/secrets/istio"},

@@ -91,6 +91,7 @@ class PodStarter:
         self.agent_root = agent_root
         self.ready_timeout = ready_timeout
         self._agents = 0
+        self.revision_wait = min(ready_timeout, 30.0)  # for a named revision's control plane
 
     def start(self, item: PodToRun, hosts: Mapping[str, Sequence[str]]) -> RunningPod:
         """The pod started and ready; PodError naming the pod and container otherwise
@@ -183,7 +184,16 @@ class PodStarter:
     def socket_of(self, item: PodToRun) -> Path:
         """The TLS socket of the control plane of the revision that injected the pod."""
         revision = item.revision or pod_revision(item.pod)
-        return revision_socket(self.access.ca_dir, revision, self.access.secure_socket)
+        fallback = self.access.secure_socket
+        # A revision just installed may still be starting (its pods come from the same
+        # install): wait for its control plane, as the pod's agent would retry istiod-<R>.
+        deadline = time.monotonic() + (self.revision_wait if revision not in ("", "default")
+                                       else 0)  # fmt: skip
+        while True:
+            socket = revision_socket(self.access.ca_dir, revision, fallback)
+            if socket != fallback or time.monotonic() >= deadline:
+                return socket
+            time.sleep(0.2)
 
     def _post_start(self, running: RunningPod, container: ContainerPlan) -> None:
         """Run the hook to success; a container that exits meanwhile fails it at once."""
