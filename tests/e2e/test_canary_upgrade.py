@@ -36,7 +36,6 @@ pytestmark = pytest.mark.envoy
 A, B = "1-14-3", "1-15-4"
 IOP = "apiVersion: install.istio.io/v1alpha1\nkind: IstioOperator\nspec: {profile: default}\n"
 READY = re.compile(r"^pod (\S+)/(\S+) ready at (\S+) \((.*)\), logs in (\S+)$")
-STOPPED = re.compile(r"^pod (\S+)/(\S+) stopped$")
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -177,6 +176,17 @@ def _running(store: Path, namespace: str) -> set[str]:
     return {f"{o.name}.{o.key.namespace}" for o in pods if o.key.namespace == namespace}
 
 
+def _settled(store: Path, namespace: str, count: int, before: set[str]) -> None:
+    """Wait until the namespace runs `count` pods, none of `before` (a rollout done)."""
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        now = _running(store, namespace)
+        if len(now) == count and not now & before:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{namespace}: still {sorted(_running(store, namespace))}")
+
+
 def _synced(ca: Path, revision: str) -> set[str]:
     port = _record(ca, revision).monitoring_port
     table = meshpilot("proxy-status", "--discovery", f"http://127.0.0.1:{port}")
@@ -234,9 +244,11 @@ def test_canary_upgrade_rollback_and_uninstall_without_a_failed_request(
     lines = Lines(run)
 
     def restart(deployment: str, namespace: str, pods: int) -> None:
+        before = _running(store, namespace)
         meshpilot("rollout", "restart", f"deployment/{deployment}", "-n", namespace, *common)
-        lines.next(READY, pods, timeout=60)
-        lines.next(STOPPED, pods, timeout=60)
+        meshpilot("rollout", "status", f"deployment/{deployment}", "-n", namespace, "--timeout",
+                  "90", *common)  # fmt: skip
+        _settled(store, namespace, pods, before)
 
     try:
         lines.next(READY, 3, timeout=90)  # web x2 and the gateway
@@ -246,8 +258,7 @@ def test_canary_upgrade_rollback_and_uninstall_without_a_failed_request(
             # B beside A; its install upgrades the gateway in place (a new pod on B first)
             meshpilot("install", "-f", str(iop), "-r", B, "--set", "tag=1.15.4", "-y",
                       "--ca-dir", str(ca), *common)  # fmt: skip
-            lines.next(READY, 1, timeout=60)
-            lines.next(STOPPED, 1, timeout=60)
+            _settled(store, "istio-system", 1, _running(store, "istio-system"))
             gateway = _all_on(ca, store, B, "istio-system")
             for revision in (B, A, B):  # the upgrade, the rollback, forward again
                 meshpilot("tag", "set", "default", "--revision", revision, "--overwrite", *common)

@@ -82,7 +82,6 @@ def test_a_label_no_revision_serves_leaves_the_pod_uninjected(tmp_path: Path) ->
 
 def test_the_agent_dials_its_revisions_control_plane(tmp_path: Path) -> None:
     ca = tmp_path / "ca"
-    fallback = tmp_path / "plain.sock"
     record = ControlPlaneRecord(os.getpid(), "127.0.0.1", 40001, 40002,
                                 str(ca / "root.pem"), secure_uds="/run/b/secure.sock",
                                 revision="1-15-4")  # fmt: skip
@@ -90,13 +89,13 @@ def test_the_agent_dials_its_revisions_control_plane(tmp_path: Path) -> None:
     plain = ControlPlaneRecord(os.getpid(), "127.0.0.1", 40003, 40004, str(ca / "root2.pem"),
                                secure_uds="/run/plain/secure.sock")  # fmt: skip
     write_record(ca, plain, b"root")
-    assert revision_socket(ca, "1-15-4", fallback) == Path("/run/b/secure.sock")
-    assert revision_socket(ca, "1-14-3", fallback) == fallback
-    assert revision_socket(ca, "", fallback) == fallback
+    assert revision_socket(ca, "1-15-4") == Path("/run/b/secure.sock")
+    assert revision_socket(ca, "1-14-3") is None
+    assert revision_socket(ca, "") is None
     operator_socket = traversable_dir(revision_socket_dir(ca, "1-14-3")) / "secure.sock"
     operator_socket.touch()
     try:
-        assert revision_socket(ca, "1-14-3", fallback) == operator_socket
+        assert revision_socket(ca, "1-14-3") == operator_socket
         assert operator_socket.parent.stat().st_mode & 0o777 == 0o711  # pods' Envoys cross it
     finally:
         shutil.rmtree(operator_socket.parent.parent)

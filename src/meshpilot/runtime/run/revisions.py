@@ -87,13 +87,13 @@ def pod_revision(pod: JSON) -> str:
     return revision if isinstance(revision, str) else ""
 
 
-def revision_socket(ca_dir: Path, revision: str, fallback: Path) -> Path:
-    """The TLS Unix socket of `revision`'s control plane on this machine, else `fallback`.
-    Only records that name a revision count: a plain `meshpilot discovery` is `fallback`'s."""
+def revision_socket(ca_dir: Path, revision: str) -> Path | None:
+    """The TLS Unix socket of `revision`'s control plane on this machine; None if none runs.
+    Only records that name a revision count: a plain `meshpilot discovery` is --secure-uds."""
     if not revision:
-        return fallback
+        return None
     found = [r for r in live_records(ca_dir) if r.revision == revision and r.secure_uds]
     if found:
         return Path(found[-1].secure_uds)
     operator_socket = revision_socket_dir(ca_dir, revision) / "secure.sock"
-    return operator_socket if operator_socket.exists() else fallback
+    return operator_socket if operator_socket.exists() else None

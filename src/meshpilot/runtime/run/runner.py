@@ -184,16 +184,15 @@ class PodStarter:
     def socket_of(self, item: PodToRun) -> Path:
         """The TLS socket of the control plane of the revision that injected the pod."""
         revision = item.revision or pod_revision(item.pod)
-        fallback = self.access.secure_socket
         # A revision just installed may still be starting (its pods come from the same
         # install): wait for its control plane, as the pod's agent would retry istiod-<R>.
         deadline = time.monotonic() + (self.revision_wait if revision not in ("", "default")
                                        else 0)  # fmt: skip
-        while True:
-            socket = revision_socket(self.access.ca_dir, revision, fallback)
-            if socket != fallback or time.monotonic() >= deadline:
-                return socket
+        while (socket := revision_socket(self.access.ca_dir, revision)) is None:
+            if time.monotonic() >= deadline:
+                return self.access.secure_socket
             time.sleep(0.2)
+        return socket
 
     def _post_start(self, running: RunningPod, container: ContainerPlan) -> None:
         """Run the hook to success; a container that exits meanwhile fails it at once."""
