@@ -137,7 +137,7 @@ class Load:
             problem = repr(exc)
         if problem:
             with self._lock:
-                self.failures.append(f"{time.strftime('%H:%M:%S')} {ip}: {problem}")
+                self.failures.append(f"{time.time():.2f} {ip}: {problem}")
 
     def _send(self) -> None:
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
@@ -275,6 +275,9 @@ def test_canary_upgrade_rollback_and_uninstall_without_a_failed_request(
             assert {r.revision for r in live_records(ca)} == {B}
             time.sleep(2)  # traffic goes on after A is gone
         print(f"requests sent through the gateway: {load.sent}, failed: {len(load.failures)}")
+        if load.failures:  # when each failed, beside the gateway pods' comings and goings
+            print("\n".join(sorted(load.failures + [line for line in lines.rest().splitlines()
+                                                     if "istio-system/" in line])))  # fmt: skip
         assert load.sent >= 200 and load.failures == [], load.failures[:20]
     finally:
         run.terminate()
