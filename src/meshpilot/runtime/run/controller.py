@@ -9,8 +9,9 @@ replaces every pod; a changed replica count starts or stops the difference.
 
 A ready pod is published to the store as a Pod with its status (podIP, Ready), which is
 how the control plane's registry gives it to Services' endpoints. A pod going is first
-withdrawn from the store, then stopped after `drain` seconds: callers' proxies have
-dropped the endpoint by then, so no request is sent to a pod that is stopping.
+marked terminating in the store (deletionTimestamp, not Ready: no longer an endpoint, its
+labels still known, so a gateway keeps its listeners), stopped after `drain` seconds
+(callers have dropped the endpoint by then), then deleted from the store.
 """
 
 from __future__ import annotations
@@ -118,6 +119,7 @@ class Controller:
             time.sleep(self.drain)
         finally:
             self.starter.stop(running)
+            self._remove(running)
             self.echo(f"pod {running.item.namespace}/{running.item.name} stopped")
 
     def _publish(self, running: RunningPod) -> None:
@@ -131,6 +133,21 @@ class Controller:
         self.store.apply([RawDocument(ORIGIN, 1, manifest, {})], durable=False)
 
     def _withdraw(self, running: RunningPod) -> None:
+        """Terminating, as kubelet shows it: not ready (no longer an endpoint), but still
+        in the store, so the control plane keeps its labels (a gateway keeps its listeners
+        while it drains)."""
+        key = ConfigKey(Kind.POD, running.item.namespace, running.item.name)
+        manifest = self.store.manifest(key)
+        if manifest is None:
+            return
+        manifest = copy.deepcopy(manifest)
+        meta = manifest.setdefault("metadata", {})
+        meta.pop("resourceVersion", None)
+        meta["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest.setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "False"}]
+        self.store.apply([RawDocument(ORIGIN, 1, manifest, {})], durable=False)
+
+    def _remove(self, running: RunningPod) -> None:
         key = ConfigKey(Kind.POD, running.item.namespace, running.item.name)
         if self.store.manifest(key) is not None:
             self.store.delete([key])
@@ -167,13 +184,13 @@ class Controller:
         """Withdraw every pod from the store, then stop them all (no drain: shutting down)."""
         for key in list(self.pods):
             running = self.pods.pop(key)
+            self.starter.stop(running)
             try:
-                self._withdraw(running)
+                self._remove(running)
             except (
                 MeshpilotError,
                 OSError,
             ) as exc:  # stopping the pods matters more than the store
                 self.echo(f"pod {key}: could not be withdrawn from the store: {exc}")
-            self.starter.stop(running)
             self.echo(f"pod {running.item.namespace}/{running.item.name} stopped")
         self.owners.clear()
