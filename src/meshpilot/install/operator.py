@@ -20,6 +20,7 @@ import ctypes
 import hashlib
 import json
 import logging
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -186,7 +187,7 @@ class Operator:
         self._reported = set(problems)
         for revision in sorted(set(self.running) - set(desired)):
             log.info("operator: revision %s: IstioOperator deleted, stopping", revision)
-            await self.running.pop(revision).tasks.stop()
+            await self._stop_revision(revision)
         for revision, want in sorted(desired.items()):
             running = self.running.get(revision)
             if running is not None and running.desired.digest == want.digest:
@@ -212,9 +213,17 @@ class Operator:
         finally:
             await self.stop()
 
+    async def _stop_revision(self, revision: str) -> None:
+        """Its control plane stopped, then its socket directory (outside the CA dir) gone."""
+        await self.running.pop(revision).tasks.stop()
+        sockets = revision_socket_dir(self.ca_dir, revision)
+        shutil.rmtree(sockets, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            sockets.parent.rmdir()  # the last revision's: the per-CA directory too
+
     async def stop(self) -> None:
         for revision in sorted(self.running):
-            await self.running.pop(revision).tasks.stop()
+            await self._stop_revision(revision)
 
     def status(self) -> list[dict[str, Any]]:
         return [
