@@ -21,7 +21,7 @@ import pytest
 import yaml
 from tests.e2e.agent_harness import Agent, http_get, wait_for
 
-from meshpilot.install.operator_record import find_operator
+from meshpilot.install.operator_record import find_operator, revision_socket_dir
 from meshpilot.istio_version import ISTIO_VERSION
 from meshpilot.runtime.ports import free_ports
 from meshpilot.security.control_plane_record import ControlPlaneRecord, live_records
@@ -217,3 +217,4 @@ def test_install_two_revisions_operator_restart_tag_and_uninstall(tmp_path: Path
     while (find_operator(ca) or live_records(ca)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert find_operator(ca) is None and live_records(ca) == []
+    assert not revision_socket_dir(ca, "b").parent.exists()  # pods' socket dirs removed

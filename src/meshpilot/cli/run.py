@@ -23,6 +23,7 @@ import click
 
 from meshpilot.cli.live import open_store, store_option, user_errors
 from meshpilot.config.diagnostics import Severity
+from meshpilot.config.kinds import Kind
 from meshpilot.config.loader import load_documents
 from meshpilot.config.yaml_source import RawDocument, read_paths
 from meshpilot.errors import MeshpilotError
@@ -46,9 +47,15 @@ def _echo(line: str) -> None:
     "--filename",
     "filenames",
     multiple=True,
-    required=True,
     metavar="PATH",
     help="YAML/JSON file or directory with Pods and Deployments (repeatable).",
+)
+@click.option(
+    "--all",
+    "all_deployments",
+    is_flag=True,
+    help="Also run every Deployment in the store (the gateways `install` and the "
+    "operator write among them), as they come and go.",
 )
 @store_option
 @click.option(
@@ -90,6 +97,7 @@ def _echo(line: str) -> None:
 @user_errors
 def run(
     filenames: tuple[str, ...],
+    all_deployments: bool,
     store_dir: str | None,
     secure_socket: str,
     ca_dir: str | None,
@@ -98,6 +106,8 @@ def run(
     drain: float,
 ) -> None:  # fmt: skip
     """Run the Pods and Deployments of FILES here, injected (kubelet's stand-in)."""
+    if not filenames and not all_deployments:
+        raise click.UsageError("give -f FILES, --all (every Deployment in the store), or both")
     read = read_paths(filenames)
     loaded = load_documents(read.documents)
     errors = [d for d in [*read.diagnostics, *loaded.diagnostics] if d.severity is Severity.ERROR]
@@ -125,7 +135,7 @@ def run(
         try:
             for item in controller.desired(pods):
                 controller.start(item, None)
-            _watch(controller, refs)
+            _watch(controller, refs, all_deployments)
             click.echo("stopping the pods", err=True)
         finally:
             try:
@@ -156,14 +166,23 @@ def _agents_dir() -> Iterator[str]:
         yield path
 
 
-def _watch(controller: Controller, refs: list[DeploymentRef]) -> None:
+def _stored_deployments(controller: Controller) -> list[DeploymentRef]:
+    """Every Deployment in the store, and those whose pods still run (a deleted one's go)."""
+    stored = {DeploymentRef(o.key.namespace, o.name)
+              for o in controller.store.snapshot().of_kind(Kind.DEPLOYMENT)}  # fmt: skip
+    running = {owner for owner in controller.owners.values() if owner is not None}
+    return sorted(stored | running)
+
+
+def _watch(controller: Controller, refs: list[DeploymentRef], every: bool) -> None:
     version = -1
     while not controller.stopping.is_set():
         controller.store.refresh()
         current = controller.store.snapshot().version
         if current != version:
             version = current
-            for ref in refs:
+            watched = sorted(set(refs) | set(_stored_deployments(controller))) if every else refs
+            for ref in watched:
                 try:
                     controller.reconcile(ref)
                 except (MeshpilotError, OSError) as exc:  # the others go on

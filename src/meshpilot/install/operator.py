@@ -20,6 +20,7 @@ import ctypes
 import hashlib
 import json
 import logging
+import shutil
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -33,7 +34,7 @@ from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
 from meshpilot.install.installation import plan_install
 from meshpilot.install.load import OperatorFile, ResolvedOperator, resolve
-from meshpilot.install.operator_record import operator_dir
+from meshpilot.install.operator_record import revision_socket_dir, traversable_dir
 from meshpilot.install.render.context import K8sObject
 from meshpilot.store.base import WatchedStore
 from meshpilot.supervise import TaskSupervisor
@@ -139,7 +140,7 @@ class Operator:
 
     def argv(self, revision: str) -> list[str]:
         """The revision's control plane: ports chosen free, sockets for netns pods."""
-        sockets = operator_dir(self.ca_dir) / (revision or "default")
+        sockets = revision_socket_dir(self.ca_dir, revision)
         return [
             sys.executable, "-c", "from meshpilot.cli.main import main; main()",
             "discovery", "--store", self.store_url, "--revision", revision or "default",
@@ -150,8 +151,7 @@ class Operator:
 
     async def _serve(self, running: _Running) -> None:
         revision = running.desired.revision
-        sockets = operator_dir(self.ca_dir) / (revision or "default")
-        sockets.mkdir(mode=0o700, parents=True, exist_ok=True)
+        traversable_dir(revision_socket_dir(self.ca_dir, revision))
         argv = [*self.argv(revision), *pilot_args(running.desired.resolved)]
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.DEVNULL, preexec_fn=_die_with_parent
@@ -197,7 +197,7 @@ class Operator:
         self._reported = set(problems)
         for revision in sorted(set(self.running) - set(desired)):
             log.info("operator: revision %s: IstioOperator deleted, stopping", revision)
-            await self.running.pop(revision).tasks.stop()
+            await self._stop_revision(revision)
         for revision, want in sorted(desired.items()):
             running = self.running.get(revision)
             if running is not None and running.desired.digest == want.digest:
@@ -223,9 +223,17 @@ class Operator:
         finally:
             await self.stop()
 
+    async def _stop_revision(self, revision: str) -> None:
+        """Its control plane stopped, then its socket directory (outside the CA dir) gone."""
+        await self.running.pop(revision).tasks.stop()
+        sockets = revision_socket_dir(self.ca_dir, revision)
+        shutil.rmtree(sockets, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            sockets.parent.rmdir()  # the last revision's: the per-CA directory too
+
     async def stop(self) -> None:
         for revision in sorted(self.running):
-            await self.running.pop(revision).tasks.stop()
+            await self._stop_revision(revision)
 
     def status(self) -> list[dict[str, Any]]:
         return [

@@ -1,12 +1,15 @@
 """Where a running `meshpilot operator` is found: `<ca dir>/operator/operator.json` (its pid
-and store), so that `install` starts one only when none runs for that store, and the
-revisions' control-plane sockets and logs live beside it."""
+and store), so that `install` starts one only when none runs for that store; its log lives
+beside it. The revisions' control-plane sockets are in `revision_socket_dir`: pods dial them."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
+import stat
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -17,6 +20,8 @@ __all__ = [
     "find_operator",
     "operator_dir",
     "remove_operator_record",
+    "revision_socket_dir",
+    "traversable_dir",
     "write_operator_record",
 ]
 
@@ -29,6 +34,25 @@ class OperatorRecord:
 
 def operator_dir(ca_dir: Path) -> Path:
     return ca_dir / "operator"
+
+
+def revision_socket_dir(ca_dir: Path, revision: str) -> Path:
+    """Where the operator's control plane of `revision` puts its Unix sockets: outside the
+    CA dir (0700), which the Envoys of netns pods (each its own UID) cannot cross."""
+    digest = hashlib.sha256(str(ca_dir.absolute()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"mp-op-{digest}" / (revision or "default")
+
+
+def traversable_dir(path: Path) -> Path:
+    """`path` and its parent created 0711 (crossed, never listed), refused when either is a
+    symlink or another user's (a shared temp dir)."""
+    for directory in (path.parent, path):
+        directory.mkdir(mode=0o711, exist_ok=True)
+        info = directory.lstat()
+        if stat.S_ISLNK(info.st_mode) or info.st_uid != os.getuid():
+            raise PermissionError(f"{directory}: not a directory of this user; remove it")
+        directory.chmod(0o711)
+    return path
 
 
 def _path(ca_dir: Path) -> Path:

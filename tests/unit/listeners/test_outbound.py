@@ -354,3 +354,13 @@ def test_ipv6_proxy_uses_ipv6_wildcards() -> None:
     mesh = build(join(v6_pod, service("web", "[{name: http, port: 8080}]", "fd00:96::1")), CLIENT)
     assert {"::_8080", "virtualInbound", "virtualOutbound"} <= set(mesh.names)
     assert mesh.listener("virtualOutbound").address.socket_address.address == "::"
+
+
+def test_a_gateway_service_on_the_proxys_own_ports_leaves_lds_acceptable() -> None:
+    # an installed ingress gateway's Service: no cluster IP in the store, status-port 15021
+    ports = (
+        "[{name: status-port, port: 15021}, {name: http2, port: 80}, {name: http-m, port: 15090}]"
+    )
+    mesh = build(join(CLIENT_POD, service("istio-ingressgateway", ports, "None")), CLIENT)
+    assert not {"0.0.0.0_15021", "0.0.0.0_15090"} & set(mesh.names)
+    assert "0.0.0.0_80" in mesh.names

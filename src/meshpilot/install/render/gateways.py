@@ -4,6 +4,7 @@ the component's `k8s` overlay laid on."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from meshpilot.install.k8s_overlay import Resources
@@ -26,6 +27,28 @@ _PORTS = {
         {"name": "https", "port": 443, "protocol": "TCP", "targetPort": 8443},
     ],
 }
+
+
+# the mesh root and the projected token the gateway's agent proves its identity with
+_ROOT_CERT = "/var/run/secrets/istio/root-cert.pem"
+_TOKEN_FILE = "/var/run/secrets/tokens/istio-token"
+_VOLUMES = [
+    {"name": "istiod-ca-cert", "configMap": {"name": "istio-ca-root-cert"}},
+    {
+        "name": "istio-token",
+        "projected": {
+            "sources": [
+                {
+                    "serviceAccountToken": {
+                        "audience": "istio-ca",
+                        "expirationSeconds": 43200,
+                        "path": "istio-token",
+                    }
+                }
+            ]
+        },
+    },
+]
 
 
 def _labels(gateway: GatewayComponent) -> dict[str, str]:
@@ -52,6 +75,12 @@ def _container(ctx: Context, gateway: GatewayComponent, ports: list[dict[str, An
             "router",
             f"--discovery-address={ctx.istiod}.{ctx.namespace}.svc:15012",
             f"--workload-name={gateway.name}",
+            *("--root-cert", _ROOT_CERT, "--token-file", _TOKEN_FILE),
+            *("--service-account", "$(SERVICE_ACCOUNT)", "--ip", "$(INSTANCE_IP)"),
+        ],
+        "volumeMounts": [
+            {"name": "istiod-ca-cert", "mountPath": "/var/run/secrets/istio"},
+            {"name": "istio-token", "mountPath": "/var/run/secrets/tokens", "readOnly": True},
         ],
         "ports": [{"containerPort": p, "protocol": "TCP"} for p in container_ports],
         "readinessProbe": {
@@ -104,7 +133,11 @@ def _one(ctx: Context, gateway: GatewayComponent, kind: str) -> list[K8sObject]:
                     **(values.pod_annotations or {}),
                 },
             },
-            "spec": {"serviceAccountName": sa, "containers": [_container(ctx, gateway, ports)]},
+            "spec": {
+                "serviceAccountName": sa,
+                "containers": [_container(ctx, gateway, ports)],
+                "volumes": copy.deepcopy(_VOLUMES),
+            },
         },
     }
     if not values.autoscale_enabled:

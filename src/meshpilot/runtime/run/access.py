@@ -65,13 +65,20 @@ def _without(argv: Sequence[str], flags: dict[str, int]) -> list[str]:
     return out
 
 
-def agent_argv(argv: Sequence[str], access: MeshAccess, user: RunAs, work_dir: Path) -> list[str]:
-    """The istio-proxy container's argv, pointed at the control plane's socket, Envoy as
-    the pod's proxy user, the agent's files in `work_dir` (a short path: Unix sockets)."""
+def agent_argv(
+    argv: Sequence[str],
+    access: MeshAccess,
+    user: RunAs,
+    work_dir: Path,
+    socket: Path | None = None,
+) -> list[str]:
+    """The istio-proxy container's argv, pointed at the control plane's socket (`socket`:
+    the pod's revision's, else `access`'s), Envoy as the pod's proxy user, the agent's
+    files in `work_dir` (a short path: Unix sockets)."""
     kept = _without(argv, _REPLACED | _RUNNER_SET)
     return meshpilot_argv([
         *kept,
-        "--discovery-address", f"unix:{access.secure_socket}", "--tls",
+        "--discovery-address", f"unix:{socket or access.secure_socket}", "--tls",
         "--run-as-proxy-uid", "--proxy-uid", str(user.uid), "--proxy-gid", str(user.gid),
         "--work-dir", str(work_dir),
     ])  # fmt: skip

@@ -9,8 +9,9 @@ replaces every pod; a changed replica count starts or stops the difference.
 
 A ready pod is published to the store as a Pod with its status (podIP, Ready), which is
 how the control plane's registry gives it to Services' endpoints. A pod going is first
-withdrawn from the store, then stopped after `drain` seconds: callers' proxies have
-dropped the endpoint by then, so no request is sent to a pod that is stopping.
+marked terminating in the store (deletionTimestamp, not Ready: no longer an endpoint, its
+labels still known, so a gateway keeps its listeners), stopped after `drain` seconds
+(callers have dropped the endpoint by then), then deleted from the store.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from meshpilot.config.keys import ConfigKey
@@ -29,6 +30,7 @@ from meshpilot.config.kube.service import Service
 from meshpilot.config.yaml_source import RawDocument
 from meshpilot.errors import MeshpilotError
 from meshpilot.inject.store_injector import StoreInjector
+from meshpilot.runtime.run.revisions import RevisionInjectors
 from meshpilot.runtime.run.runner import PodStarter, RunningPod
 from meshpilot.runtime.run.workloads import PodToRun, pods_of
 from meshpilot.store.base import WatchedStore
@@ -64,6 +66,7 @@ class Controller:
         self.echo = echo
         self.drain = drain
         self.injector = StoreInjector(store)
+        self.revision_injectors = RevisionInjectors(store)  # a pod's revision picks its own
         self.pods: dict[str, RunningPod] = {}  # by pod key (name.namespace)
         self.owners: dict[str, DeploymentRef | None] = {}  # pod key → its Deployment
         self.stopping = threading.Event()  # set: no further step is taken
@@ -92,7 +95,9 @@ class Controller:
         return out
 
     def desired(self, documents: Iterable[JSON]) -> list[PodToRun]:
-        return pods_of(documents, self.injector(), self._namespace_labels())
+        pods = pods_of(documents, self.injector(), self._namespace_labels(),
+                       choose=self.revision_injectors)  # fmt: skip
+        return [replace(p, revision=self.revision_injectors.revision_of(p.pod)) for p in pods]
 
     # ---------------------------------------------------------------- starting, stopping
 
@@ -114,6 +119,7 @@ class Controller:
             time.sleep(self.drain)
         finally:
             self.starter.stop(running)
+            self._remove(running)
             self.echo(f"pod {running.item.namespace}/{running.item.name} stopped")
 
     def _publish(self, running: RunningPod) -> None:
@@ -127,6 +133,21 @@ class Controller:
         self.store.apply([RawDocument(ORIGIN, 1, manifest, {})], durable=False)
 
     def _withdraw(self, running: RunningPod) -> None:
+        """Terminating, as kubelet shows it: not ready (no longer an endpoint), but still
+        in the store, so the control plane keeps its labels (a gateway keeps its listeners
+        while it drains)."""
+        key = ConfigKey(Kind.POD, running.item.namespace, running.item.name)
+        manifest = self.store.manifest(key)
+        if manifest is None:
+            return
+        manifest = copy.deepcopy(manifest)
+        meta = manifest.setdefault("metadata", {})
+        meta.pop("resourceVersion", None)
+        meta["deletionTimestamp"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest.setdefault("status", {})["conditions"] = [{"type": "Ready", "status": "False"}]
+        self.store.apply([RawDocument(ORIGIN, 1, manifest, {})], durable=False)
+
+    def _remove(self, running: RunningPod) -> None:
         key = ConfigKey(Kind.POD, running.item.namespace, running.item.name)
         if self.store.manifest(key) is not None:
             self.store.delete([key])
@@ -163,13 +184,13 @@ class Controller:
         """Withdraw every pod from the store, then stop them all (no drain: shutting down)."""
         for key in list(self.pods):
             running = self.pods.pop(key)
+            self.starter.stop(running)
             try:
-                self._withdraw(running)
+                self._remove(running)
             except (
                 MeshpilotError,
                 OSError,
             ) as exc:  # stopping the pods matters more than the store
                 self.echo(f"pod {key}: could not be withdrawn from the store: {exc}")
-            self.starter.stop(running)
             self.echo(f"pod {running.item.namespace}/{running.item.name} stopped")
         self.owners.clear()

@@ -26,6 +26,7 @@ from meshpilot.runtime.pod import Pod, PodError, PodSpec, RunAs
 from meshpilot.runtime.run.access import MeshAccess, agent_argv, capture_argv, meshpilot_argv
 from meshpilot.runtime.run.env import PodFacts
 from meshpilot.runtime.run.plan import ContainerPlan, PodPlan, VolumePlan, plan_pod
+from meshpilot.runtime.run.revisions import pod_revision, revision_socket
 from meshpilot.runtime.run.workloads import PodToRun
 from meshpilot.security.files import ensure_private_dir, write_private
 from meshpilot.security.tokens import issue_token
@@ -90,6 +91,7 @@ class PodStarter:
         self.agent_root = agent_root
         self.ready_timeout = ready_timeout
         self._agents = 0
+        self.revision_wait = min(ready_timeout, 30.0)  # for a named revision's control plane
 
     def start(self, item: PodToRun, hosts: Mapping[str, Sequence[str]]) -> RunningPod:
         """The pod started and ready; PodError naming the pod and container otherwise
@@ -170,13 +172,27 @@ class PodStarter:
             work_dir = self.agent_root / str(self._agents)  # short: Unix socket paths
             work_dir.mkdir(mode=0o755, parents=True, exist_ok=True)
             running.agent_dir = work_dir
-            argv = agent_argv(container.argv, self.access, pod.proxy_user, work_dir)
+            argv = agent_argv(container.argv, self.access, pod.proxy_user, work_dir,
+                              self.socket_of(running.item))  # fmt: skip
             pod.spawn(container.name, argv, None, container.env, cwd=work_dir)
         else:
             user = _user(raw, running.item.pod)
             pod.spawn(container.name, meshpilot_argv(container.argv), user, container.env)
         if container.post_start:
             self._post_start(running, container)
+
+    def socket_of(self, item: PodToRun) -> Path:
+        """The TLS socket of the control plane of the revision that injected the pod."""
+        revision = item.revision or pod_revision(item.pod)
+        # A revision just installed may still be starting (its pods come from the same
+        # install): wait for its control plane, as the pod's agent would retry istiod-<R>.
+        deadline = time.monotonic() + (self.revision_wait if revision not in ("", "default")
+                                       else 0)  # fmt: skip
+        while (socket := revision_socket(self.access.ca_dir, revision)) is None:
+            if time.monotonic() >= deadline:
+                return self.access.secure_socket
+            time.sleep(0.2)
+        return socket
 
     def _post_start(self, running: RunningPod, container: ContainerPlan) -> None:
         """Run the hook to success; a container that exits meanwhile fails it at once."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,9 +23,14 @@ from meshpilot.inject.data import WorkloadMeta
 from meshpilot.inject.pod import inject_pod
 from meshpilot.runtime.run.env import RunSpecError
 
-__all__ = ["PodToRun", "pods_of", "template_hash"]
+__all__ = ["ChooseInjector", "PodToRun", "pods_of", "template_hash"]
 
 JSON = dict[str, Any]
+# (namespace labels, pod labels) -> the selected revision's injector and the names it serves;
+# None: no revision's webhook selects the pod, the default injector decides
+ChooseInjector = Callable[
+    [Mapping[str, str], Mapping[str, str]], tuple[Injector, frozenset[str]] | None
+]
 # Kubernetes' rand.SafeEncodeString alphabet: no vowels, no look-alike characters
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -36,6 +41,7 @@ class PodToRun:
     workload: WorkloadMeta
     injected: bool
     reason: str  # why it was (not) injected
+    revision: str = ""  # the revision whose control plane its proxy dials ("": --secure-uds's)
 
     @property
     def name(self) -> str:
@@ -109,10 +115,12 @@ def pods_of(
     injector: Injector,
     namespace_labels: Mapping[str, Mapping[str, str]],
     revisions: frozenset[str] | None = None,
+    choose: ChooseInjector | None = None,
 ) -> list[PodToRun]:
     """The pods of the Pods and Deployments among `documents`, each injected or not as the
     webhook selectors (by its namespace's labels, `{}` for an unknown namespace) and the
-    injector decide. RunSpecError / InjectError name the object that cannot run."""
+    injector decide (`choose`'s injector when it selects a revision for the pod).
+    RunSpecError / InjectError name the object that cannot run."""
     out = []
     for doc in _documents(documents):
         kind = doc.get("kind")
@@ -128,6 +136,9 @@ def pods_of(
             continue
         labels = namespace_labels.get(namespace, {})
         for pod, workload in pairs:
-            result = inject_pod(pod, injector, workload, labels, revisions)
+            pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+            chosen = choose(labels, pod_labels) if choose is not None else None
+            use, served = chosen if chosen is not None else (injector, revisions)
+            result = inject_pod(pod, use, workload, labels, served)
             out.append(PodToRun(result.pod, workload, result.injected, result.decision.reason))
     return out

@@ -65,6 +65,10 @@ def listener_protocol(protocol: Protocol) -> ListenerProtocol | None:
 
 
 _KIND = {p: listener_protocol(p) for p in Protocol}  # read per service port
+# The bootstrap's own listeners on 0.0.0.0 (readiness 15021, Prometheus 15090): a service
+# port there on the wildcard (an HTTP port, or a gateway Service without a cluster IP)
+# would be `0.0.0.0_<port>`, a duplicate address: Envoy would refuse the whole LDS update.
+_BOOTSTRAP_PORTS = frozenset({15021, 15090})
 
 
 @dataclass(slots=True)
@@ -119,6 +123,12 @@ def _targets(
             continue
         headless = svc.resolution is Resolution.PASSTHROUGH and not svc.addresses
         for port in svc.ports:
+            if (
+                not bind
+                and port.port in _BOOTSTRAP_PORTS
+                and (not svc.addresses or _KIND[port.protocol] is ListenerProtocol.HTTP)
+            ):
+                continue  # it would be 0.0.0.0_<port>
             if not bind and _KIND[port.protocol] is ListenerProtocol.HTTP:
                 key = (wildcard, port.port)
                 current = entries.get(key)
