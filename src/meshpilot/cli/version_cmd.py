@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,8 @@ def _revision_versions(store_url: str) -> dict[str, str]:
 def _proxies(record: ControlPlaneRecord) -> list[dict[str, Any]]:
     url = f"http://127.0.0.1:{record.monitoring_port}/debug/syncz"
     try:
+        import urllib.request  # only with a control plane to ask: start-up stays light
+
         with urllib.request.urlopen(url, timeout=3) as response:
             data = json.loads(response.read())
     except (OSError, ValueError):

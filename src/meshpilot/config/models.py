@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
+
 from meshpilot.config.base import TopLevel
 from meshpilot.config.istio.authorization_policy import AuthorizationPolicy
 from meshpilot.config.istio.destination_rule import DestinationRule
@@ -22,11 +25,38 @@ from meshpilot.config.kube.deployment import Deployment
 from meshpilot.config.kube.pod import Pod
 from meshpilot.config.kube.service import Endpoints, EndpointSlice, Service
 from meshpilot.config.kube.webhook_configuration import MutatingWebhookConfiguration
-from meshpilot.install.spec import IstioOperator
 
 __all__ = ["MODEL_BY_KIND", "register_model"]
 
-MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
+
+class ModelTable(Mapping[Kind, type[TopLevel]]):
+    """Kinds to model classes. Some load their module on first use: the install package
+    costs every command's start-up, and only installation commands meet an IstioOperator."""
+
+    def __init__(
+        self, models: dict[Kind, type[TopLevel]], lazy: dict[Kind, tuple[str, str]]
+    ) -> None:
+        self._models = models
+        self._lazy = lazy
+
+    def __getitem__(self, kind: Kind) -> type[TopLevel]:
+        if kind not in self._models and kind in self._lazy:
+            module, name = self._lazy[kind]
+            self._models[kind] = getattr(importlib.import_module(module), name)
+        return self._models[kind]
+
+    def __iter__(self) -> Iterator[Kind]:
+        yield from self._models
+        yield from (kind for kind in self._lazy if kind not in self._models)
+
+    def __len__(self) -> int:
+        return len(self._models.keys() | self._lazy.keys())
+
+    def register(self, kind: Kind, model: type[TopLevel]) -> None:
+        self._models[kind] = model
+
+
+_EAGER: dict[Kind, type[TopLevel]] = {
     Kind.NAMESPACE: Namespace,
     Kind.SERVICE: Service,
     Kind.ENDPOINTS: Endpoints,
@@ -50,12 +80,14 @@ MODEL_BY_KIND: dict[Kind, type[TopLevel]] = {
     Kind.WASM_PLUGIN: WasmPlugin,
     Kind.PROXY_CONFIG: ProxyConfigResource,
     Kind.WORKLOAD_GROUP: WorkloadGroup,
-    Kind.ISTIO_OPERATOR: IstioOperator,
     Kind.MUTATING_WEBHOOK_CONFIGURATION: MutatingWebhookConfiguration,
 }
+MODEL_BY_KIND = ModelTable(
+    _EAGER, {Kind.ISTIO_OPERATOR: ("meshpilot.install.spec", "IstioOperator")}
+)
 
 
 def register_model(kind: Kind, model: type[TopLevel]) -> None:
     """Add a kind whose model lives outside the mesh packages (gitops registers Application
     and AppProject this way, since mesh packages never import gitops)."""
-    MODEL_BY_KIND[kind] = model
+    MODEL_BY_KIND.register(kind, model)
