@@ -241,7 +241,7 @@ def test_canary_upgrade_rollback_and_uninstall_without_a_failed_request(
     run = subprocess.Popen(
         [*MESHPILOT_ARGV, "run", "-f", str(files), "--all", *common, "--cluster", cluster,
          "--secure-uds", str(revision_socket_dir(ca, A) / "secure.sock"), "--ca-dir", str(ca),
-         "--drain", "1.5"],
+         "--drain", "3"],  # time for every proxy to drop a retired pod, on a loaded CI machine
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     lines = Lines(run)
