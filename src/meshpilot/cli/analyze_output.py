@@ -33,13 +33,17 @@ OUTPUTS = ("log", "json", "yaml")
 LEVELS = {Severity.INFO: "Info", Severity.WARNING: "Warning", Severity.ERROR: "Error"}
 
 
+_RANK = {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}
+
+
 def level_name(severity: Severity) -> str:
     return LEVELS[severity]
 
 
 def render_findings(diagnostics: Sequence[Diagnostic], output: str) -> str:
     """The findings in the chosen output; "" for the log output with nothing found."""
-    ordered = sorted(diagnostics, key=Diagnostic.sort_key)
+    # istioctl's order: errors first, then warnings, then info; within a level by file and line.
+    ordered = sorted(diagnostics, key=lambda d: (-_RANK[d.severity], d.sort_key()))
     if output == "log":
         return "\n".join(log_line(diag) for diag in ordered)
     rows = [_row(diag) for diag in ordered]
